@@ -1,0 +1,21 @@
+"""Test configuration shared by the whole repository.
+
+Tests marked `gpu` need a CUDA device and are skipped cleanly without one;
+everything else runs on the CPU target (and compiles GPU code, compile-only).
+"""
+import os
+
+import pytest
+
+# Differential tests pick their target explicitly; keep the environment out.
+os.environ.pop("NUMBA_MLIR_GPU_TARGET", None)
+
+
+def pytest_collection_modifyitems(config, items):
+    from numba_mlir_gpu.runtime.cuda import cuda_device_available
+    if cuda_device_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

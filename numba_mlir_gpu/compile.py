@@ -1,0 +1,110 @@
+"""One compilation: typed Numba IR -> MLIR -> pass pipeline -> JIT."""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from . import passes
+from ._mlir import ir
+from .jit import JitFunction, add_allocator, extract_ptx, jit, run_pipeline
+from .lowering import FunctionLowerer, strategy_for
+from .lowering.errors import MLIRCompilationError
+from .lowering.values import ReturnPlan
+from .runtime import cuda
+from .target import TargetChoice, choose_target
+
+ENV_DUMP = "NUMBA_MLIR_GPU_DUMP"
+_counter = itertools.count()
+
+
+@dataclass
+class CompiledFunction:
+    """Everything one signature compiled to; kept alive with the overload."""
+    name: str
+    target: TargetChoice
+    plan: ReturnPlan
+    input_mlir: str            # as lowered from Numba
+    lowered_mlir: str          # after the pass pipeline
+    jitted: Optional[JitFunction]
+    gpu_options: Optional[passes.GPUOptions] = None
+    _ptx: Optional[list] = None
+    context: object = None     # the MLIR context the texts came from
+
+    @property
+    def ptx(self) -> list[str]:
+        """PTX of each GPU module (built on demand with format=isa)."""
+        if self.gpu_options is None:
+            return []
+        if self._ptx is None:
+            self._ptx = build_ptx(self.input_mlir, self.gpu_options)
+        return self._ptx
+
+
+def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
+    if choice.name == "gpu":
+        major, minor = cuda.compute_capability()
+        return passes.GPUOptions(chip=f"sm_{major}{minor}",
+                                 format="fatbin" if cuda.has_ptxas() else "isa")
+    return passes.GPUOptions(format="isa")
+
+
+def _lower(state, choice: TargetChoice, name: str):
+    context = ir.Context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        lowerer = FunctionLowerer(state, strategy_for(choice), name)
+        lowerer.lower(module)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as exc:
+            raise MLIRCompilationError(
+                f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
+            ) from None
+    return context, module, lowerer.plan
+
+
+def compile_state(state) -> CompiledFunction:
+    choice = choose_target(state.get("numba_mlir_gpu_target"))
+    name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
+    context, module, plan = _lower(state, choice, name)
+    with context:
+        input_mlir = str(module)
+        options = gpu_options_for(choice) if choice.builds_gpu_code else None
+        add_allocator(module, gpu=choice.builds_gpu_code)
+        pipeline = passes.gpu_pipeline(options) if options else passes.CPU_PIPELINE
+        run_pipeline(module, pipeline)
+        lowered = str(module)
+        ptx = extract_ptx(module) if options and options.format == "isa" else None
+        jitted = jit(module, name, gpu=choice.builds_gpu_code) if choice.runs else None
+    compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, options, ptx,
+                                context)
+    _dump(compiled)
+    return compiled
+
+
+def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
+    isa = passes.GPUOptions(options.chip, options.features, "isa",
+                            options.threads_per_block, options.opt_level)
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(input_mlir)
+        add_allocator(module, gpu=True)
+        run_pipeline(module, passes.gpu_pipeline(isa))
+        return extract_ptx(module)
+
+
+def _dump(compiled: CompiledFunction) -> None:
+    folder = os.environ.get(ENV_DUMP)
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    base = os.path.join(folder, compiled.name)
+    with open(base + ".input.mlir", "w") as f:
+        f.write(compiled.input_mlir)
+    with open(base + ".lowered.mlir", "w") as f:
+        f.write(compiled.lowered_mlir)
+    for i, text in enumerate(compiled.ptx):
+        with open(f"{base}.{i}.ptx", "w") as f:
+            f.write(text)

@@ -1,0 +1,17 @@
+"""Typed Numba IR + parfors -> MLIR (func, arith, math, cf, scf, memref).
+
+Importing this package registers every lowering rule.
+"""
+from __future__ import annotations
+
+from ..target import TargetChoice
+from . import arrays, control, expressions, mathlib, parfors, scalars, statements  # noqa: F401
+from .function import FunctionLowerer
+from .targets import CPUStrategy, GPUStrategy
+
+
+def strategy_for(choice: TargetChoice):
+    return GPUStrategy() if choice.builds_gpu_code else CPUStrategy()
+
+
+__all__ = ["FunctionLowerer", "strategy_for"]

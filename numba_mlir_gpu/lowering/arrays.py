@@ -1,0 +1,172 @@
+"""Arrays: element access, attributes and the NumPy allocation functions."""
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, ir, memref
+from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
+from .casts import cast
+from .errors import UnsupportedConstructError
+from .loops import parallel_for
+from .registry import attr_rules, call_rules
+from .types import memref_type
+from .values import ArrayValue, TupleValue
+
+
+# -- element access -----------------------------------------------------------
+
+def static_index(lw, index, index_var):
+    """The index of a static_getitem/static_setitem as (value, numba type)."""
+    if index_var is not None:
+        return lw.read(index_var), lw.typeof(index_var.name)
+    if isinstance(index, int):
+        return const_i64(index), types.intp
+    if isinstance(index, tuple) and all(isinstance(i, int) for i in index):
+        return (TupleValue([const_i64(i) for i in index], types.UniTuple(types.intp, len(index))),
+                types.UniTuple(types.intp, len(index)))
+    raise UnsupportedConstructError(f"the index {index!r}", lw.loc)
+
+
+def _index_components(lw, index, index_ty, ndim: int, loc):
+    index_ty = types.unliteral(index_ty)
+    if isinstance(index_ty, types.Integer):
+        comps = [(index, index_ty)]
+    elif isinstance(index_ty, types.BaseTuple) and isinstance(index, TupleValue) and \
+            all(isinstance(types.unliteral(t), types.Integer) for t in index_ty.types):
+        comps = list(zip(index.items, (types.unliteral(t) for t in index_ty.types)))
+    else:
+        raise UnsupportedConstructError(f"indexing arrays with {index_ty} (slices and "
+                                        "fancy indexing come later)", loc)
+    if len(comps) != ndim:
+        raise UnsupportedConstructError(
+            f"indexing a {ndim}-d array with {len(comps)} integer(s) (array views)", loc)
+    return comps
+
+
+def element_indices(lw, array: ArrayValue, index, index_ty, loc) -> list[ir.Value]:
+    """MLIR indices for an integer (tuple) index, wrapping negative values
+    around as Python does."""
+    result = []
+    for axis, (value, ty) in enumerate(_index_components(lw, index, index_ty, array.type.ndim, loc)):
+        value = cast(value, ty, types.intp if ty.signed else types.uintp)
+        if ty.signed:
+            zero = const(types.intp, 0)
+            wrapped = arith.AddIOp(value, to_i64(dim(array.memref, axis))).result
+            value = select(cmpi("slt", value, zero), wrapped, value)
+        result.append(to_index(value))
+    return result
+
+
+def load_element(array: ArrayValue, indices: list) -> ir.Value:
+    value = memref.LoadOp(array.memref, indices).result
+    if isinstance(array.type.dtype, types.Boolean):
+        value = arith.TruncIOp(ir.IntegerType.get_signless(1), value).result
+    return value
+
+
+def store_element(value: ir.Value, array: ArrayValue, indices: list) -> None:
+    if isinstance(array.type.dtype, types.Boolean):
+        value = arith.ExtUIOp(ir.IntegerType.get_signless(8), value).result
+    memref.StoreOp(value, array.memref, indices)
+
+
+def load_item(lw, array: ArrayValue, index, index_ty, loc) -> ir.Value:
+    lw.target.check_element_access(lw, array, loc)
+    return load_element(array, element_indices(lw, array, index, index_ty, loc))
+
+
+def store_item(lw, target_var, index, index_ty, value_var) -> None:
+    array = lw.read(target_var)
+    if not isinstance(array, ArrayValue):
+        raise UnsupportedConstructError(
+            f"item assignment to {lw.typeof(target_var.name)}", target_var.loc)
+    lw.target.check_element_access(lw, array, target_var.loc)
+    value = lw.read_as(value_var, array.type.dtype)
+    store_element(value, array, element_indices(lw, array, index, index_ty, target_var.loc))
+
+
+# -- attributes ---------------------------------------------------------------
+
+def shape_of(array: ArrayValue) -> list[ir.Value]:
+    return [dim(array.memref, axis) for axis in range(array.type.ndim)]
+
+
+@attr_rules.register((types.Array, "shape"))
+def attr_shape(lw, array, ty, expr):
+    return TupleValue([to_i64(d) for d in shape_of(array)], types.UniTuple(types.intp, ty.ndim))
+
+
+@attr_rules.register((types.Array, "size"))
+def attr_size(lw, array, ty, expr):
+    size = const_i64(1)
+    for d in shape_of(array):
+        size = arith.MulIOp(size, to_i64(d)).result
+    return size
+
+
+@attr_rules.register((types.Array, "ndim"))
+def attr_ndim(lw, array, ty, expr):
+    return const_i64(ty.ndim)
+
+
+@call_rules.register(len)
+def builtin_len(lw, args, sig, expr):
+    (value,) = args
+    if isinstance(value, ArrayValue):
+        return to_i64(dim(value.memref, 0))
+    if isinstance(value, TupleValue):
+        return const_i64(len(value.items))
+    raise UnsupportedConstructError(f"len() of {sig.args[0]}", expr.loc)
+
+
+# -- allocation -----------------------------------------------------------------
+
+def _shape_values(shape, loc) -> list[ir.Value]:
+    if isinstance(shape, TupleValue):
+        return [to_index(v) for v in shape.items]
+    if isinstance(shape, ir.Value):
+        return [to_index(shape)]
+    raise UnsupportedConstructError(f"the array shape {shape!r}", loc)
+
+
+def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
+    lw.target.check_allocation(lw, lw.loc)
+    mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
+    return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
+
+
+def fill(lw, array: ArrayValue, value: ir.Value) -> None:
+    extents = shape_of(array)
+
+    def body(indices):
+        store_element(value, array, indices)
+    parallel_for(lw, extents, body)
+
+
+def _new_array(fill_value=None, like=False, explicit_fill=False):
+    def rule(lw, args, sig, expr):
+        ty = sig.return_type
+        if not isinstance(ty, types.Array):
+            raise UnsupportedConstructError(f"{expr.func.name} returning {ty}", expr.loc)
+        source = args[0]
+        extents = shape_of(source) if like else _shape_values(source, expr.loc)
+        if len(extents) != ty.ndim:
+            raise UnsupportedConstructError(f"the shape argument of {expr.func.name}", expr.loc)
+        array = allocate(lw, ty, extents)
+        if explicit_fill:
+            fill(lw, array, cast(args[1], sig.args[1], ty.dtype))
+        elif fill_value is not None:
+            fill(lw, array, const(ty.dtype, fill_value))
+        return array
+    return rule
+
+
+call_rules.register(np.empty)(_new_array())
+call_rules.register(np.zeros)(_new_array(0))
+call_rules.register(np.ones)(_new_array(1))
+call_rules.register(np.full)(_new_array(explicit_fill=True))
+call_rules.register(np.empty_like)(_new_array(like=True))
+call_rules.register(np.zeros_like)(_new_array(0, like=True))
+call_rules.register(np.ones_like)(_new_array(1, like=True))
+call_rules.register(np.full_like)(_new_array(like=True, explicit_fill=True))

@@ -1,0 +1,53 @@
+"""Small builders for the MLIR we emit; all insert at the current point."""
+from __future__ import annotations
+
+from numba.core import types
+
+from .._mlir import arith, ir, memref
+from .types import index_type, scalar_type
+
+
+def const(ty: types.Type, value) -> ir.Value:
+    mty = scalar_type(ty)
+    if isinstance(ty, types.Float):
+        return arith.ConstantOp(mty, ir.FloatAttr.get(mty, float(value))).result
+    if isinstance(ty, types.Integer) and not ty.signed and value >= 2 ** (ty.bitwidth - 1):
+        value -= 2 ** ty.bitwidth        # MLIR integer attrs are signless
+    return arith.ConstantOp(mty, ir.IntegerAttr.get(mty, int(value))).result
+
+
+def const_index(value: int) -> ir.Value:
+    return arith.ConstantOp(index_type(), ir.IntegerAttr.get(index_type(), value)).result
+
+
+def const_i64(value: int) -> ir.Value:
+    return const(types.int64, value)
+
+
+def to_index(value: ir.Value) -> ir.Value:
+    if isinstance(value.type, ir.IndexType):
+        return value
+    return arith.IndexCastOp(index_type(), value).result
+
+
+def to_i64(value: ir.Value) -> ir.Value:
+    if isinstance(value.type, ir.IndexType):
+        return arith.IndexCastOp(ir.IntegerType.get_signless(64), value).result
+    return value
+
+
+def dim(array: ir.Value, axis: int) -> ir.Value:
+    """Size of `axis` as an index value."""
+    return memref.DimOp(array, const_index(axis)).result
+
+
+def select(cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.SelectOp(cond, a, b).result
+
+
+def cmpi(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b).result
+
+
+def cmpf(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result

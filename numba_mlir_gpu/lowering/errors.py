@@ -1,0 +1,23 @@
+"""Errors raised while lowering Numba IR to MLIR."""
+from __future__ import annotations
+
+from typing import Optional
+
+from numba.core import errors, ir
+
+
+class UnsupportedConstructError(errors.UnsupportedError):
+    """A construct the MLIR lowering does not handle.
+
+    Numba prints the location it carries (file and line of the user's
+    source), so the message names only the construct.
+    """
+
+    def __init__(self, construct: str, loc: Optional[ir.Loc] = None):
+        super().__init__(
+            f"numba-mlir-gpu does not support {construct}", loc=loc)
+        self.construct = construct
+
+
+class MLIRCompilationError(errors.NumbaError):
+    """MLIR rejected the module we generated (a bug in this package)."""

@@ -1,0 +1,132 @@
+"""Lowering rules for Numba IR expressions, keyed by `Expr.op`.
+
+Each rule returns a value of the target variable's type.
+"""
+from __future__ import annotations
+
+from numba.core import types
+from numba.core.typing import signature
+
+from . import arrays, casts, control
+from .errors import UnsupportedConstructError
+from .registry import Registry
+from .values import ArrayValue, TupleValue
+
+expr_rules = Registry("expressions")
+
+
+def _result(lw, value, fromty, target):
+    return casts.cast(value, fromty, lw.typeof(target))
+
+
+@expr_rules.register("binop", "inplace_binop")
+def lower_binop(lw, expr, target):
+    sig = lw.calltypes[expr]
+    fn = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
+    lhs = lw.read_as(expr.lhs, sig.args[0])
+    rhs = lw.read_as(expr.rhs, sig.args[1])
+    return _result(lw, lw.binop(fn, lhs, rhs, sig, expr), sig.return_type, target)
+
+
+@expr_rules.register("unary")
+def lower_unary(lw, expr, target):
+    sig = lw.calltypes[expr]
+    value = lw.read_as(expr.value, sig.args[0])
+    return _result(lw, lw.unary(expr.fn, value, sig, expr), sig.return_type, target)
+
+
+@expr_rules.register("call")
+def lower_call(lw, expr, target):
+    if expr.vararg is not None or expr.varkwarg is not None:
+        raise UnsupportedConstructError("calls with *args or **kwargs", expr.loc)
+    sig = lw.calltypes[expr]
+    if len(expr.args) > 1 and len(sig.args) == 1 and isinstance(sig.args[0], types.BaseTuple):
+        # f(*args) typed as one star-tuple argument: spread it again.
+        sig = signature(sig.return_type, *sig.args[0].types)
+    callee = lw.read(expr.func)
+    args = []
+    for i, var in enumerate(expr.args):
+        want = sig.args[i] if i < len(sig.args) else lw.typeof(var.name)
+        args.append(lw.read_as(var, want))
+    result = lw.call(callee, args, sig, expr)
+    return _result(lw, result, sig.return_type, target)
+
+
+@expr_rules.register("getattr")
+def lower_getattr(lw, expr, target):
+    value = lw.read(expr.value)
+    return lw.getattr(value, lw.typeof(expr.value.name), expr.attr, expr, target)
+
+
+@expr_rules.register("getitem")
+def lower_getitem(lw, expr, target):
+    value = lw.read(expr.value)
+    index = lw.read(expr.index)
+    return _item(lw, value, index, lw.typeof(expr.index.name), expr, target)
+
+
+@expr_rules.register("static_getitem")
+def lower_static_getitem(lw, expr, target):
+    value = lw.read(expr.value)
+    if isinstance(value, TupleValue) and isinstance(expr.index, int):
+        item_ty = value.type.types[expr.index]
+        return _result(lw, value.items[expr.index], item_ty, target)
+    index, index_ty = arrays.static_index(lw, expr.index, expr.index_var)
+    return _item(lw, value, index, index_ty, expr, target)
+
+
+def _item(lw, value, index, index_ty, expr, target):
+    if isinstance(value, ArrayValue):
+        return _result(lw, arrays.load_item(lw, value, index, index_ty, expr.loc),
+                       value.type.dtype, target)
+    raise UnsupportedConstructError(
+        f"indexing a value of type {lw.typeof(expr.value.name)} with {index_ty}", expr.loc)
+
+
+@expr_rules.register("build_tuple")
+def lower_build_tuple(lw, expr, target):
+    ty = lw.typeof(target)
+    items = [lw.read_as(var, item_ty) for var, item_ty in zip(expr.items, ty.types)]
+    return TupleValue(items, ty)
+
+
+@expr_rules.register("cast")
+def lower_cast(lw, expr, target):
+    return _result(lw, lw.read(expr.value), lw.typeof(expr.value.name), target)
+
+
+@expr_rules.register("exhaust_iter")
+def lower_exhaust_iter(lw, expr, target):
+    value = lw.read(expr.value)
+    if isinstance(value, TupleValue):
+        return value
+    raise UnsupportedConstructError(f"unpacking {lw.typeof(expr.value.name)}", expr.loc)
+
+
+@expr_rules.register("getiter")
+def lower_getiter(lw, expr, target):
+    return control.getiter(lw, lw.read(expr.value), lw.typeof(expr.value.name), expr)
+
+
+@expr_rules.register("iternext")
+def lower_iternext(lw, expr, target):
+    return control.iternext(lw, lw.read(expr.value), expr)
+
+
+@expr_rules.register("pair_first")
+def lower_pair_first(lw, expr, target):
+    pair = lw.read(expr.value)
+    return _result(lw, pair.value, lw.typeof(expr.value.name).first_type, target)
+
+
+@expr_rules.register("pair_second")
+def lower_pair_second(lw, expr, target):
+    return lw.read(expr.value).valid
+
+
+@expr_rules.register("typed_getitem")
+def lower_typed_getitem(lw, expr, target):
+    value = lw.read(expr.value)
+    index = lw.read(expr.index)
+    return _item(lw, value, index, lw.typeof(expr.index.name), expr, target)
+

@@ -1,0 +1,320 @@
+"""Typed Numba IR of one function -> one MLIR `func.func`.
+
+Numba blocks become MLIR blocks joined by `cf` branches. Numba IR is not in
+SSA form, so every scalar variable gets a rank-0 `memref.alloca` slot that
+`mem2reg` later promotes; arrays, tuples, iterators and compile-time objects
+are bound once as Python-side values (see values.py).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+from numba.core import ir as nir
+from numba.core import types
+from numba.core.ir_utils import find_topo_order
+
+from .._mlir import cf, func, ir, memref
+from . import casts
+from .errors import UnsupportedConstructError
+from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
+from .types import flat_types, is_scalar, mlir_type, scalar_type
+from .values import (ArrayValue, BoundMethod, PyValue, ReturnPlan,
+                     TupleValue)
+
+
+class Scope:
+    """The variables of one region: the function body or a loop body."""
+
+    def __init__(self, alloca_block: ir.Block, parent: Optional["Scope"] = None):
+        self.alloca_block = alloca_block
+        self.parent = parent
+        self.slots: dict[str, ir.Value] = {}
+        self.values: dict[str, object] = {}
+
+    def find_slot(self, name: str) -> Optional[ir.Value]:
+        scope = self
+        while scope is not None:
+            if name in scope.slots:
+                return scope.slots[name]
+            scope = scope.parent
+        return None
+
+    def find_value(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            scope = scope.parent
+        return None
+
+
+@dataclass
+class RegionBlocks:
+    """Numba labels lowered into one MLIR region, and what leaving it means."""
+    blocks: dict[int, ir.Block]
+    exit: Optional[Callable[[], None]] = None   # called for a jump out of it
+
+
+class FunctionLowerer:
+    """Lowers one typed Numba function into `func.func @name` of a module."""
+
+    def __init__(self, state, target: Target, name: str):
+        self.func_ir = state.func_ir
+        self.typemap = state.typemap
+        self.calltypes = state.calltypes
+        self.argtypes = tuple(state.args)
+        self.restype = state.return_type
+        self.target = target
+        self.name = name
+        self.plan = ReturnPlan(self.restype)
+        self.result_types: Optional[list] = None
+        self.scope: Scope = None
+        self.region: RegionBlocks = None
+        self.parallel_depth = 0          # > 0 inside a parallel loop body
+        self.loc = self.func_ir.loc
+        self.array_effects = None        # set by the GPU data prologue
+
+    # -- entry point -------------------------------------------------------
+
+    def lower(self, module: ir.Module) -> func.FuncOp:
+        loc = self.loc
+        arg_mlir = [mlir_type(t, loc) for ty in self.argtypes for t in flat_types(ty, loc)]
+        with ir.InsertionPoint(module.body), self.location(loc):
+            fn = func.FuncOp(self.name, ir.FunctionType.get(arg_mlir, []))
+            entry = fn.add_entry_block()
+        self.scope = Scope(entry)
+        self.arguments = self._split_arguments(list(entry.arguments))
+        blocks = self.func_ir.blocks
+        order = find_topo_order(blocks)
+        region = RegionBlocks({label: fn.body.blocks.append() for label in sorted(blocks)})
+        with ir.InsertionPoint(entry), self.location(loc):
+            self.target.prologue(self)
+            cf.BranchOp([], region.blocks[order[0]])
+        self.lower_blocks(blocks, region)
+        # Result types are known only once the return statements are lowered:
+        # arrays that are arguments are handed back by the wrapper, not MLIR.
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(arg_mlir, self.result_types or []))
+        return fn
+
+    def _split_arguments(self, flat: list) -> list:
+        """Group the flat MLIR block arguments by Numba argument."""
+        grouped = []
+        for ty in self.argtypes:
+            n = len(flat_types(ty, self.loc))
+            grouped.append(flat[:n])
+            flat = flat[n:]
+        return grouped
+
+    # -- blocks and statements --------------------------------------------
+
+    def lower_blocks(self, blocks: dict, region: RegionBlocks) -> None:
+        outer, self.region = self.region, region
+        try:
+            for label in sorted(blocks):
+                block = blocks[label]
+                with ir.InsertionPoint(region.blocks[label]):
+                    self.lower_stmts(block.body)
+                    if not block.is_terminated:
+                        self.jump_out()
+        finally:
+            self.region = outer
+
+    def lower_stmts(self, stmts) -> None:
+        for stmt in stmts:
+            with self.location(stmt.loc):
+                self.lower_stmt(stmt)
+
+    def lower_stmt(self, stmt) -> None:
+        from .statements import stmt_rules
+        rule = stmt_rules.get(type(stmt))
+        if rule is None:
+            raise UnsupportedConstructError(f"the statement {type(stmt).__name__} ({stmt})", stmt.loc)
+        self.loc = stmt.loc
+        rule(self, stmt)
+
+    def jump_to(self, label: int) -> None:
+        if label in self.region.blocks:
+            cf.BranchOp([], self.region.blocks[label])
+        else:
+            self.jump_out()
+
+    def jump_out(self) -> None:
+        if self.region.exit is None:
+            raise UnsupportedConstructError("control flow leaving the function", self.loc)
+        self.region.exit()
+
+    # -- variables -----------------------------------------------------------
+
+    def typeof(self, name: str) -> types.Type:
+        return self.typemap[name]
+
+    def new_slot(self, ty: types.Type, scope: Optional[Scope] = None) -> ir.Value:
+        scope = scope or self.scope
+        with ir.InsertionPoint.at_block_begin(scope.alloca_block):
+            return memref.AllocaOp(ir.MemRefType.get([], scalar_type(ty, self.loc)), [], []).result
+
+    def read(self, var: nir.Var):
+        slot = self.scope.find_slot(var.name)
+        if slot is not None:
+            return memref.LoadOp(slot, []).result
+        value = self.scope.find_value(var.name)
+        if value is None:
+            raise UnsupportedConstructError(f"reading variable '{var.name}' here", var.loc)
+        return value
+
+    def read_as(self, var: nir.Var, ty: types.Type):
+        return casts.cast(self.read(var), self.typeof(var.name), ty)
+
+    def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
+        ty = self.typeof(name)
+        if is_scalar(types.unliteral(ty)):
+            if fromty is not None:
+                value = casts.cast(value, fromty, ty)
+            slot = self.scope.find_slot(name)
+            if slot is None:
+                slot = self.scope.slots[name] = self.new_slot(ty)
+            memref.StoreOp(value, slot, [])
+            return
+        bound = self.scope.values.get(name)
+        if bound is not None and bound is not value:
+            raise UnsupportedConstructError(
+                f"assigning variable '{name}' of type {ty} more than once "
+                "(only scalars may be reassigned)", self.loc)
+        self.scope.values[name] = value
+
+    def bind_scalar(self, name: str, value: ir.Value, scope: Scope) -> None:
+        """Give `name` a fresh slot in `scope` holding `value`."""
+        slot = scope.slots[name] = self.new_slot(self.typeof(name), scope)
+        memref.StoreOp(value, slot, [])
+
+    # -- expressions --------------------------------------------------------
+
+    def lower_expr(self, expr, target: str):
+        from .expressions import expr_rules
+        if isinstance(expr, nir.Var):
+            return self.read(expr)
+        if isinstance(expr, nir.Const):
+            return self.constant(expr.value, self.typeof(target))
+        if isinstance(expr, (nir.Global, nir.FreeVar)):
+            return self.constant(expr.value, self.typeof(target))
+        if isinstance(expr, nir.Arg):
+            return self.argument(expr.index)
+        rule = expr_rules.get(expr.op)
+        if rule is None:
+            raise UnsupportedConstructError(f"the expression '{expr.op}' ({expr})", expr.loc)
+        return rule(self, expr, target)
+
+    def constant(self, value, ty: types.Type):
+        from .build import const
+        ty = types.unliteral(ty)
+        if is_scalar(ty) and isinstance(value, (bool, int, float, np.number, np.bool_)):
+            return const(ty, value)
+        if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
+            return TupleValue([self.constant(v, t) for v, t in zip(value, ty.types)], ty)
+        return PyValue(value)
+
+    def argument(self, index: int):
+        ty = self.argtypes[index]
+        return self._rebuild(ty, list(self.arguments[index]), origin=index)
+
+    def _rebuild(self, ty, flat: list, origin=None):
+        if isinstance(ty, types.BaseTuple):
+            return TupleValue([self._rebuild(t, flat, None) for t in ty.types], ty)
+        if isinstance(ty, (types.NoneType, types.Omitted)):
+            return PyValue(None)
+        value = flat.pop(0)
+        if isinstance(ty, types.Array):
+            return self.target.bind_array_argument(self, value, ty, origin)
+        return value
+
+    def call(self, callee, args: list, sig, expr):
+        """Lower a call whose callee lowered to `callee`."""
+        if isinstance(callee, BoundMethod):
+            recv_ty = sig.recvr if sig.recvr is not None else None
+            key = (type(types.unliteral(recv_ty)) if recv_ty is not None else None, callee.name)
+            rule = method_rules.get(key)
+            if rule is None:
+                raise UnsupportedConstructError(f"the method '.{callee.name}()' on {recv_ty}", expr.loc)
+            return rule(self, [callee.receiver] + args, sig, expr)
+        if isinstance(callee, PyValue):
+            rule = call_rules.get(callee.obj)
+            if rule is not None:
+                return rule(self, args, sig, expr)
+            name = getattr(callee.obj, "__qualname__", None) or getattr(callee.obj, "__name__", repr(callee.obj))
+            module = getattr(callee.obj, "__module__", None)
+            full = f"{module}.{name}" if module and module != "builtins" else name
+            raise UnsupportedConstructError(f"calling '{full}'", expr.loc)
+        raise UnsupportedConstructError(f"calling a value of type {type(callee).__name__}", expr.loc)
+
+    def binop(self, fn, lhs, rhs, sig, expr):
+        rule = binop_rules.get(fn)
+        if rule is None:
+            raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
+        return rule(self, [lhs, rhs], sig, expr)
+
+    def unary(self, fn, value, sig, expr):
+        rule = unary_rules.get(fn)
+        if rule is None:
+            raise UnsupportedConstructError(f"the unary operator {getattr(fn, '__name__', fn)}", expr.loc)
+        return rule(self, [value], sig, expr)
+
+    def getattr(self, value, ty, attr: str, expr, target: str):
+        if isinstance(value, PyValue):
+            try:
+                return self.constant(getattr(value.obj, attr), self.typeof(target))
+            except AttributeError:
+                raise UnsupportedConstructError(f"the attribute '{attr}' of {value.obj!r}", expr.loc)
+        rule = attr_rules.get((type(types.unliteral(ty)), attr))
+        if rule is not None:
+            return rule(self, value, ty, expr)
+        if isinstance(self.typeof(target), types.BoundFunction):
+            return BoundMethod(value, attr)
+        raise UnsupportedConstructError(f"the attribute '.{attr}' of {ty}", expr.loc)
+
+    # -- return ---------------------------------------------------------------
+
+    def lower_return(self, value, ty: types.Type) -> None:
+        results, origins = [], []
+        self._flatten_result(value, ty, self.restype, results, origins)
+        result_types = [r.type for r in results]
+        if self.result_types is not None and (origins != self.plan.array_origins
+                                              or result_types != self.result_types):
+            raise UnsupportedConstructError(
+                "returning different kinds of arrays from different return statements", self.loc)
+        self.plan.array_origins, self.result_types = origins, result_types
+        self.target.epilogue(self)
+        func.ReturnOp(results)
+
+    def _flatten_result(self, value, ty, resty, results, origins):
+        if isinstance(resty, types.BaseTuple):
+            if not isinstance(value, TupleValue):
+                raise UnsupportedConstructError(f"returning {ty} as {resty}", self.loc)
+            for item, ity, rty in zip(value.items, value.type.types, resty.types):
+                self._flatten_result(item, ity, rty, results, origins)
+        elif isinstance(resty, types.NoneType):
+            return
+        elif isinstance(resty, types.Array):
+            if not isinstance(value, ArrayValue):
+                raise UnsupportedConstructError(f"returning {ty}", self.loc)
+            origins.append(value.origin)
+            if value.origin is None:      # a new array: MLIR hands it over
+                results.append(value.memref)
+        elif is_scalar(resty):
+            results.append(casts.cast(value, ty, resty))
+        else:
+            raise UnsupportedConstructError(f"returning {resty}", self.loc)
+
+    # -- locations ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def location(self, loc):
+        if loc is None or loc.filename is None:
+            with ir.Location.unknown():
+                yield
+            return
+        with ir.Location.file(loc.filename, loc.line or 0, (loc.col or 0) + 1):
+            yield

@@ -1,0 +1,60 @@
+"""Loop builders shared by parfors and array initialisation.
+
+Parallel loops are emitted flattened to one dimension: the CPU pipeline runs
+them as they are and the GPU pipeline tiles that one dimension onto blocks
+and threads. Inside a parallel body, loops are sequential.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from .._mlir import arith, ir, scf
+from .build import const_index
+
+
+def product(values: Sequence[ir.Value]) -> ir.Value:
+    total = const_index(1)
+    for value in values:
+        total = arith.MulIOp(total, value).result
+    return total
+
+
+def delinearize(flat: ir.Value, extents: Sequence[ir.Value]) -> list[ir.Value]:
+    """Row-major multi-index of `flat` in a box of `extents` (all index)."""
+    indices = []
+    for extent in reversed(extents[1:]):
+        indices.append(arith.RemUIOp(flat, extent).result)
+        flat = arith.DivUIOp(flat, extent).result
+    indices.append(flat)
+    return list(reversed(indices))
+
+
+def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
+    """Run `body(indices)` over the box `extents` (index values), in parallel
+    unless already inside a parallel region."""
+    if lw.parallel_depth > 0:
+        sequential_for(extents, body)
+        return
+    total = product(extents)
+    loop = scf.ParallelOp([], [const_index(0)], [total], [const_index(1)], [])
+    block = loop.region.blocks.append(ir.IndexType.get())
+    with ir.InsertionPoint(block):
+        lw.parallel_depth += 1
+        try:
+            body(delinearize(block.arguments[0], extents))
+        finally:
+            lw.parallel_depth -= 1
+        scf.ReduceOp([], 0)
+
+
+def sequential_for(extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
+    """A plain loop nest over `extents`, outermost first."""
+    def nest(level: int, indices: list) -> None:
+        if level == len(extents):
+            body(indices)
+            return
+        loop = scf.ForOp(const_index(0), extents[level], const_index(1))
+        with ir.InsertionPoint(loop.body):
+            nest(level + 1, indices + [loop.induction_variable])
+            scf.YieldOp([])
+    nest(0, [])

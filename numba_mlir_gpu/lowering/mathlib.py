@@ -1,0 +1,175 @@
+"""The `math` module, scalar NumPy ufuncs and numeric builtins.
+
+Array ufuncs reach us as scalar calls too: Numba's parfor pass rewrites
+array expressions into loops whose bodies call the ufunc on elements.
+"""
+from __future__ import annotations
+
+import math as pymath
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, llvm, math
+from .build import cmpf, cmpi, const, select
+from .casts import cast
+from .errors import UnsupportedConstructError
+from .registry import call_rules
+
+
+def _float_args(args, sig, expr):
+    """The arguments as the (float) result type, as NumPy's ufunc loops do."""
+    resty = types.unliteral(sig.return_type)
+    if not isinstance(resty, types.Float):
+        raise UnsupportedConstructError(
+            f"{getattr(expr.func, 'name', 'this function')} returning {resty}", expr.loc)
+    return [cast(a, t, resty) for a, t in zip(args, sig.args)]
+
+
+def _unary_float(op):
+    def rule(lw, args, sig, expr):
+        return op(*_float_args(args, sig, expr)).result
+    return rule
+
+
+_UNARY = {
+    "sin": math.SinOp, "cos": math.CosOp, "tan": math.TanOp,
+    "asin": math.AsinOp, "acos": math.AcosOp, "atan": math.AtanOp,
+    "sinh": math.SinhOp, "cosh": math.CoshOp, "tanh": math.TanhOp,
+    "asinh": math.AsinhOp, "acosh": math.AcoshOp, "atanh": math.AtanhOp,
+    "exp": math.ExpOp, "expm1": math.ExpM1Op, "exp2": math.Exp2Op,
+    "log": math.LogOp, "log1p": math.Log1pOp, "log10": math.Log10Op, "log2": math.Log2Op,
+    "erf": math.ErfOp, "erfc": math.ErfcOp, "cbrt": math.CbrtOp,
+}
+_NUMPY_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan",
+                  "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
+
+for _name, _op in _UNARY.items():
+    _keys = [getattr(pymath, _name, None), getattr(np, _name, None)]
+    _keys += [getattr(np, alias) for alias, target in _NUMPY_ALIASES.items() if target == _name]
+    call_rules.register(*[k for k in _keys if k is not None])(_unary_float(_op))
+
+
+@call_rules.register(pymath.sqrt, np.sqrt)
+def sqrt(lw, args, sig, expr):
+    """llvm.intr.sqrt is IEEE-exact on both targets (math.sqrt may become an
+    approximation in NVVM lowering)."""
+    return llvm.intr_sqrt(*_float_args(args, sig, expr))
+
+
+@call_rules.register(pymath.fabs, np.fabs)
+def fabs(lw, args, sig, expr):
+    return math.AbsFOp(*_float_args(args, sig, expr)).result
+
+
+@call_rules.register(abs, np.abs, np.absolute)
+def absolute(lw, args, sig, expr):
+    ty = types.unliteral(sig.args[0])
+    (x,) = args
+    if isinstance(ty, types.Float):
+        return math.AbsFOp(x).result
+    if isinstance(ty, types.Integer):
+        return math.AbsIOp(x).result if ty.signed else x
+    raise UnsupportedConstructError(f"abs() of {ty}", expr.loc)
+
+
+def _rounding(op):
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.args[0])
+        if not isinstance(ty, types.Float):
+            return cast(args[0], ty, sig.return_type)
+        return cast(op(args[0]).result, ty, sig.return_type)
+    return rule
+
+
+call_rules.register(pymath.floor, np.floor)(_rounding(math.FloorOp))
+call_rules.register(pymath.ceil, np.ceil)(_rounding(math.CeilOp))
+call_rules.register(pymath.trunc, np.trunc)(_rounding(math.TruncOp))
+call_rules.register(np.rint)(_rounding(math.RoundEvenOp))
+
+
+def _binary_float(op):
+    def rule(lw, args, sig, expr):
+        return op(*_float_args(args, sig, expr)).result
+    return rule
+
+
+call_rules.register(pymath.atan2, np.arctan2)(_binary_float(math.Atan2Op))
+call_rules.register(pymath.copysign, np.copysign)(_binary_float(math.CopySignOp))
+call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
+
+
+@call_rules.register(pymath.pow, np.power)
+def power(lw, args, sig, expr):
+    from .scalars import power as power_op
+    return power_op(lw, args, sig, expr)
+
+
+@call_rules.register(pymath.hypot, np.hypot)
+def hypot(lw, args, sig, expr):
+    x, y = (math.AbsFOp(a).result for a in _float_args(args, sig, expr))
+    big = arith.MaximumFOp(x, y).result
+    small = arith.MinimumFOp(x, y).result
+    ty = types.unliteral(sig.args[0])
+    safe = select(cmpf("OEQ", big, const(ty, 0.0)), const(ty, 1.0), big)
+    ratio = arith.DivFOp(small, safe).result
+    root = llvm.intr_sqrt(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result)
+    result = arith.MulFOp(big, root).result
+    is_inf = arith.OrIOp(math.IsInfOp(x).result, math.IsInfOp(y).result).result
+    return select(is_inf, const(ty, float("inf")), result)
+
+
+def _predicate(op, int_value):
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.args[0])
+        if isinstance(ty, types.Float):
+            return op(args[0]).result
+        return const(types.boolean, int_value)
+    return rule
+
+
+call_rules.register(pymath.isnan, np.isnan)(_predicate(math.IsNaNOp, 0))
+call_rules.register(pymath.isinf, np.isinf)(_predicate(math.IsInfOp, 0))
+call_rules.register(pymath.isfinite, np.isfinite)(_predicate(math.IsFiniteOp, 1))
+
+
+def _extremum(pick_second):
+    """Python's min/max: the first of the extreme arguments wins, so a NaN
+    in first position propagates and later NaNs are skipped."""
+    def rule(lw, args, sig, expr):
+        if len(args) < 2 or any(isinstance(types.unliteral(t), types.BaseTuple) or
+                                isinstance(t, types.Array) for t in sig.args):
+            raise UnsupportedConstructError("min()/max() other than of scalars", expr.loc)
+        ty = types.unliteral(sig.return_type)
+        values = [cast(a, t, ty) for a, t in zip(args, sig.args)]
+        result = values[0]
+        for value in values[1:]:
+            result = select(pick_second(value, result, ty), value, result)
+        return result
+    return rule
+
+
+def _less(a, b, ty):
+    if isinstance(ty, types.Float):
+        return cmpf("OLT", a, b)
+    return cmpi("slt" if getattr(ty, "signed", False) else "ult", a, b)
+
+
+call_rules.register(min)(_extremum(lambda v, r, ty: _less(v, r, ty)))
+call_rules.register(max)(_extremum(lambda v, r, ty: _less(r, v, ty)))
+
+
+def _numpy_extremum(int_pred, float_op):
+    """np.minimum / np.maximum propagate NaN from either side."""
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.return_type)
+        a, b = (cast(x, t, ty) for x, t in zip(args, sig.args))
+        if isinstance(ty, types.Float):
+            return float_op(a, b).result
+        pred = ("s" if getattr(ty, "signed", False) else "u") + int_pred
+        return select(cmpi(pred, a, b), a, b)
+    return rule
+
+
+call_rules.register(np.minimum)(_numpy_extremum("lt", arith.MinimumFOp))
+call_rules.register(np.maximum)(_numpy_extremum("gt", arith.MaximumFOp))

@@ -1,0 +1,77 @@
+"""Numba types -> MLIR types."""
+from __future__ import annotations
+
+from numba.core import types
+
+from .._mlir import ir
+from .errors import UnsupportedConstructError
+
+SCALAR_TYPES = (types.Boolean, types.Integer, types.Float)
+
+
+def is_scalar(ty: types.Type) -> bool:
+    return isinstance(ty, SCALAR_TYPES)
+
+
+def is_signed(ty: types.Type) -> bool:
+    return isinstance(ty, types.Integer) and ty.signed
+
+
+def scalar_type(ty: types.Type, loc=None) -> ir.Type:
+    if isinstance(ty, types.Boolean):
+        return ir.IntegerType.get_signless(1)
+    if isinstance(ty, types.Integer):
+        return ir.IntegerType.get_signless(ty.bitwidth)
+    if isinstance(ty, types.Float):
+        if ty.bitwidth == 32:
+            return ir.F32Type.get()
+        if ty.bitwidth == 64:
+            return ir.F64Type.get()
+    raise UnsupportedConstructError(f"values of type {ty}", loc)
+
+
+def storage_type(ty: types.Type, loc=None) -> ir.Type:
+    """Element type in memory: booleans are bytes (as in NumPy; MLIR cannot
+    load or store i1 elements)."""
+    if isinstance(ty, types.Boolean):
+        return ir.IntegerType.get_signless(8)
+    return scalar_type(ty, loc)
+
+
+def memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
+    """A dynamically shaped memref; C-contiguous arrays keep the identity
+    layout, any other layout carries dynamic strides and offset."""
+    if ty.ndim == 0:
+        raise UnsupportedConstructError("0-dimensional arrays", loc)
+    element = storage_type(ty.dtype, loc)
+    shape = [ir.ShapedType.get_dynamic_size()] * ty.ndim
+    if ty.layout == "C":
+        return ir.MemRefType.get(shape, element)
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dyn, [dyn] * ty.ndim)
+    return ir.MemRefType.get(shape, element, layout=layout)
+
+
+def flat_types(ty: types.Type, loc=None) -> list[types.Type]:
+    """The scalars and arrays a value of `ty` is passed as, in order."""
+    if isinstance(ty, types.BaseTuple):
+        return [t for item in ty.types for t in flat_types(item, loc)]
+    if isinstance(ty, (types.NoneType, types.Omitted)):
+        return []
+    if is_scalar(ty) or isinstance(ty, types.Array):
+        return [ty]
+    raise UnsupportedConstructError(f"arguments or results of type {ty}", loc)
+
+
+def mlir_type(ty: types.Type, loc=None) -> ir.Type:
+    if isinstance(ty, types.Array):
+        return memref_type(ty, loc)
+    return scalar_type(ty, loc)
+
+
+def index_type() -> ir.Type:
+    return ir.IndexType.get()
+
+
+def i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)

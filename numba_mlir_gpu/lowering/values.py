@@ -1,0 +1,65 @@
+"""Python-side values for Numba variables that are not plain scalars.
+
+Scalars live in stack slots (rank-0 memrefs, promoted by mem2reg); the
+values here are bound once, as SSA values or compile-time objects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from numba.core import types
+
+from .._mlir import ir
+
+
+@dataclass
+class ArrayValue:
+    memref: ir.Value
+    type: types.Array
+    origin: Optional[int] = None   # argument index this array is, if any
+
+
+@dataclass
+class TupleValue:
+    items: list
+    type: types.BaseTuple
+
+
+@dataclass
+class PyValue:
+    """A compile-time Python object: a module, function, dtype, constant."""
+    obj: Any
+
+
+@dataclass
+class BoundMethod:
+    receiver: Any
+    name: str
+
+
+@dataclass
+class RangeValue:
+    start: ir.Value
+    stop: ir.Value
+    step: ir.Value
+
+
+@dataclass
+class RangeIter:
+    counter: ir.Value      # memref<i64> slot holding the next value
+    stop: ir.Value
+    step: ir.Value
+
+
+@dataclass
+class IterPair:
+    value: ir.Value
+    valid: ir.Value
+
+
+@dataclass
+class ReturnPlan:
+    """How the wrapper rebuilds Numba's return value from the MLIR results."""
+    type: types.Type
+    array_origins: list = field(default_factory=list)  # per flat array: arg index or None

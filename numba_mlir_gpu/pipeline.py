@@ -1,0 +1,97 @@
+"""`MLIRGPUPipeline`: Numba's front end, type inference and parfor passes,
+then one pass of ours in place of Numba's lowering."""
+from __future__ import annotations
+
+import warnings
+
+from numba.core import funcdesc
+from numba.core.errors import NumbaPerformanceWarning
+from numba.core.compiler import CompilerBase, DefaultPassBuilder, _LowerResult
+from numba.core.compiler_machinery import LoweringPass, PassManager, register_pass
+from numba.core.cpu import ParallelOptions
+from numba.core.typed_passes import (AnnotateTypes, IRLegalization, NoPythonBackend,
+                                     NoPythonSupportedFeatureValidation, ParforPass)
+
+from .compile import compile_state
+from .wrapper import EntryCallLower
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class QuietParforPass(ParforPass):
+    """Numba's ParforPass without its "parallel=True was specified but..."
+    warning: here parfor conversion is always on, whatever the user wrote."""
+
+    _name = "quiet_parfor_pass"
+
+    def run_pass(self, state):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"\s*The keyword argument 'parallel=True'",
+                                    category=NumbaPerformanceWarning)
+            return super().run_pass(state)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class MLIRLowering(LoweringPass):
+    """Typed Numba IR and parfors -> MLIR -> OrcJIT; the Numba-side function
+    is a call of the JIT-ed entry."""
+
+    _name = "mlir_gpu_lowering"
+
+    def __init__(self):
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        compiled = compile_state(state)
+        if state.library is None:
+            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+        library, targetctx, flags = state.library, state.targetctx, state.flags
+        fndesc = funcdesc.PythonFunctionDescriptor.from_specialized_function(
+            state.func_ir, state.typemap, state.return_type, state.calltypes,
+            mangler=targetctx.mangler, inline=flags.forceinline, noalias=flags.noalias,
+            abi_tags=[flags.get_mangle_string()])
+        with targetctx.push_code_library(library):
+            lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
+                                   metadata=state.metadata, jitted=compiled.jitted,
+                                   plan=compiled.plan)
+            lower.lower()
+            if not flags.no_cpython_wrapper:
+                lower.create_cpython_wrapper(flags.release_gil)
+            env, call_helper = lower.env, lower.call_helper
+        # The engine must outlive every call of the function: the library
+        # (held by the dispatcher's overload) keeps it.
+        library._numba_mlir_gpu = compiled
+        state.metadata["numba_mlir_gpu"] = compiled
+        if flags.no_compile:
+            state["cr"] = _LowerResult(fndesc, call_helper, cfunc=None, env=env)
+        else:
+            cfunc = targetctx.get_executable(library, fndesc, env)
+            targetctx.insert_user_function(cfunc, fndesc, [library])
+            state["cr"] = _LowerResult(fndesc, call_helper, cfunc=cfunc, env=env)
+        return True
+
+
+class MLIRGPUPipeline(CompilerBase):
+    """Numba compiler pipeline that compiles through MLIR (GPU or CPU).
+
+    Use as ``@njit(pipeline_class=MLIRGPUPipeline)``. Parfor conversion is on
+    whether or not ``parallel=True`` is given.
+    """
+
+    target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
+
+    def define_pipelines(self):
+        self.state.flags.auto_parallel = ParallelOptions(True)
+        self.state["numba_mlir_gpu_target"] = self.target
+        dpb = DefaultPassBuilder
+        pm = PassManager("numba_mlir_gpu")
+        pm.passes.extend(dpb.define_untyped_pipeline(self.state).passes)
+        pm.passes.extend((QuietParforPass, desc) if cls is ParforPass else (cls, desc)
+                         for cls, desc in dpb.define_typed_pipeline(self.state).passes)
+        pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
+        pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")
+        pm.add_pass(AnnotateTypes, "annotate types")
+        pm.add_pass(MLIRLowering, "lower through MLIR")
+        pm.add_pass(NoPythonBackend, "nopython mode backend")
+        pm.finalize()
+        return [pm]
+

@@ -1,0 +1,1 @@
+"""What compiled code links against at run time: allocators, the CUDA driver."""

@@ -1,0 +1,69 @@
+"""The CUDA driver and toolkit, found without importing any GPU library."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+from typing import Optional
+
+
+class CUDAUnavailableError(RuntimeError):
+    """The GPU target was requested but no usable CUDA driver or device exists."""
+
+
+class CUDAToolkitError(RuntimeError):
+    """Building a GPU binary needs a CUDA toolkit component that is missing."""
+
+
+@functools.lru_cache(maxsize=None)
+def _driver() -> Optional[ctypes.CDLL]:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    if lib.cuInit(0) != 0:
+        return None
+    return lib
+
+
+def cuda_device_available() -> bool:
+    lib = _driver()
+    if lib is None:
+        return False
+    count = ctypes.c_int(0)
+    return lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+def require_device() -> ctypes.CDLL:
+    lib = _driver()
+    if lib is None:
+        raise CUDAUnavailableError(
+            "numba-mlir-gpu: the GPU target needs the NVIDIA driver (libcuda.so.1), "
+            "which could not be loaded or initialised; use NUMBA_MLIR_GPU_TARGET=cpu")
+    if not cuda_device_available():
+        raise CUDAUnavailableError("numba-mlir-gpu: no CUDA device is visible")
+    return lib
+
+
+@functools.lru_cache(maxsize=None)
+def compute_capability(device: int = 0) -> tuple[int, int]:
+    lib = require_device()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device)   # ..._COMPUTE_CAPABILITY_MAJOR
+    lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)   # ..._COMPUTE_CAPABILITY_MINOR
+    return major.value, minor.value
+
+
+def toolkit_root() -> Optional[str]:
+    """The CUDA toolkit MLIR would use (libdevice, ptxas), if any."""
+    for candidate in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if candidate and os.path.isdir(candidate):
+            return candidate
+    ptxas = shutil.which("ptxas")
+    return os.path.dirname(os.path.dirname(ptxas)) if ptxas else None
+
+
+def has_ptxas() -> bool:
+    root = toolkit_root()
+    return bool(shutil.which("ptxas") or (root and os.path.exists(os.path.join(root, "bin", "ptxas"))))

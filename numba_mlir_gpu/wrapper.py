@@ -1,0 +1,159 @@
+"""The Numba side of a compiled function: a small LLVM function in Numba's
+own calling convention that calls the JIT-ed MLIR entry.
+
+Numba's dispatcher, type-based overload cache, Python wrapper and calls from
+other Numba functions all go through this function, so ours behaves like
+any Numba-compiled function. Arrays the MLIR code returns become NRT-owned
+(a MemInfo whose destructor frees them with the target's allocator).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from llvmlite import ir as llir
+from numba.core import cgutils, lowering, types
+from numba.core.runtime import _nrt_python
+from numba.np.arrayobj import populate_array
+
+from .jit import JitFunction, array_destructor
+from .lowering.types import flat_types
+from .lowering.values import ReturnPlan
+
+_I8P = llir.IntType(8).as_pointer()
+_I64 = llir.IntType(64)
+
+
+@functools.lru_cache(maxsize=None)
+def _nrt_manage_memory() -> int:
+    """Address of NRT's `MemInfo *manage_memory(void *data, void (*dtor)(void *))`
+    (third entry of the NRT_api_functions table)."""
+    get_api = ctypes.CFUNCTYPE(ctypes.c_void_p)(_nrt_python.c_helpers["get_api"])
+    table = ctypes.cast(get_api(), ctypes.POINTER(ctypes.c_void_p))
+    return table[2]
+
+
+def _memref_struct(ndim: int) -> llir.LiteralStructType:
+    dims = llir.ArrayType(_I64, ndim)
+    return llir.LiteralStructType([_I8P, _I8P, _I64, dims, dims])
+
+
+class EntryCallLower(lowering.Lower):
+    """Lowers the function as one call to the JIT-ed MLIR entry."""
+
+    def __init__(self, context, library, fndesc, func_ir, metadata=None, *,
+                 jitted: JitFunction, plan: ReturnPlan):
+        super().__init__(context, library, fndesc, func_ir, metadata=metadata)
+        self.jitted = jitted
+        self.plan = plan
+
+    def lower_normal_function(self, fndesc):
+        self.setup_function(fndesc)
+        args = self.extract_function_arguments()
+        builder = self.builder
+        flat_args = []
+        for ty, value in zip(fndesc.argtypes, args):
+            self._flatten_argument(ty, value, flat_args)
+        result_types = self._result_llvm_types()
+        if len(result_types) == 1:
+            result_ty = result_types[0]
+        elif result_types:
+            result_ty = llir.LiteralStructType(result_types)
+        else:
+            result_ty = None
+        slots = []
+        for value in flat_args:
+            slot = cgutils.alloca_once(builder, value.type)
+            builder.store(value, slot)
+            slots.append(builder.bitcast(slot, _I8P))
+        result_slot = None
+        if result_ty is not None:
+            result_slot = cgutils.alloca_once(builder, result_ty)
+            slots.append(builder.bitcast(result_slot, _I8P))
+        packed = cgutils.alloca_once(builder, _I8P, size=max(len(slots), 1))
+        for i, slot in enumerate(slots):
+            builder.store(slot, builder.gep(packed, [llir.Constant(llir.IntType(32), i)]))
+        fnty = llir.FunctionType(llir.VoidType(), [_I8P.as_pointer()])
+        fnptr = builder.inttoptr(llir.Constant(_I64, self.jitted.address), fnty.as_pointer())
+        builder.call(fnptr, [packed])
+        results = []
+        if result_ty is not None:
+            loaded = builder.load(result_slot)
+            if len(result_types) == 1:
+                results = [loaded]
+            else:
+                results = [builder.extract_value(loaded, i) for i in range(len(result_types))]
+        retval = self._rebuild(fndesc.restype, iter(results), iter(self.plan.array_origins),
+                               list(zip(fndesc.argtypes, args)))
+        self.call_conv.return_value(
+            builder, self.context.get_return_value(builder, fndesc.restype, retval))
+
+    # -- arguments -------------------------------------------------------------
+
+    def _flatten_argument(self, ty, value, out: list) -> None:
+        builder = self.builder
+        if isinstance(ty, types.BaseTuple):
+            for i, item_ty in enumerate(ty.types):
+                self._flatten_argument(item_ty, builder.extract_value(value, i), out)
+        elif isinstance(ty, types.Array):
+            ary = self.context.make_array(ty)(self.context, builder, value)
+            data = builder.bitcast(ary.data, _I8P)
+            itemsize = self.context.get_abi_sizeof(self.context.get_data_type(ty.dtype))
+            out += [data, data, llir.Constant(_I64, 0)]
+            out += cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
+            out += [builder.sdiv(s, llir.Constant(_I64, itemsize))
+                    for s in cgutils.unpack_tuple(builder, ary.strides, ty.ndim)]
+        elif isinstance(ty, (types.NoneType, types.Omitted)):
+            return
+        else:
+            out.append(value)
+
+    # -- results ---------------------------------------------------------------
+
+    def _result_llvm_types(self) -> list:
+        origins = iter(self.plan.array_origins)
+        result = []
+        for ty in flat_types(self.fndesc.restype):
+            if isinstance(ty, types.Array):
+                if next(origins) is None:
+                    result.append(_memref_struct(ty.ndim))
+            else:
+                result.append(self.context.get_value_type(ty))
+        return result
+
+    def _rebuild(self, ty, results, origins, args):
+        builder, context = self.builder, self.context
+        if isinstance(ty, types.BaseTuple):
+            items = [self._rebuild(t, results, origins, args) for t in ty.types]
+            return context.make_tuple(builder, ty, items)
+        if isinstance(ty, types.NoneType):
+            return context.get_dummy_value()
+        if isinstance(ty, types.Array):
+            origin = next(origins)
+            if origin is not None:
+                argty, value = args[origin]
+                context.nrt.incref(builder, argty, value)
+                return value
+            return self._adopt_array(ty, next(results))
+        return next(results)
+
+    def _adopt_array(self, ty: types.Array, desc):
+        """A Numba array (NRT-owned) over a memref the MLIR code allocated."""
+        builder, context = self.builder, self.context
+        allocated = builder.extract_value(desc, 0)
+        aligned = builder.extract_value(desc, 1)
+        offset = builder.extract_value(desc, 2)
+        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
+        manage_ty = llir.FunctionType(_I8P, [_I8P, _I8P])
+        manage = builder.inttoptr(llir.Constant(_I64, _nrt_manage_memory()), manage_ty.as_pointer())
+        dtor = builder.inttoptr(llir.Constant(_I64, array_destructor(self.jitted.gpu)), _I8P)
+        meminfo = builder.call(manage, [allocated, dtor])
+        data = builder.gep(builder.bitcast(aligned, context.get_data_type(ty.dtype).as_pointer()),
+                           [offset])
+        shape = [builder.extract_value(desc, (3, i)) for i in range(ty.ndim)]
+        strides = [builder.mul(builder.extract_value(desc, (4, i)), llir.Constant(_I64, itemsize))
+                   for i in range(ty.ndim)]
+        ary = context.make_array(ty)(context, builder)
+        populate_array(ary, data=data, shape=shape, strides=strides,
+                       itemsize=llir.Constant(_I64, itemsize), meminfo=meminfo)
+        return ary._getvalue()

@@ -1,0 +1,62 @@
+"""Differential testing: our compilation against Numba's own CPU `njit`."""
+from __future__ import annotations
+
+import copy
+
+import numba
+import numpy as np
+import pytest
+
+import numba_mlir_gpu
+
+# Every differential test runs on the CPU target; the same test marked `gpu`
+# runs on the GPU (skipped where there is none).
+TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+def ours(pyfunc, target: str):
+    return numba_mlir_gpu.njit(target=target)(pyfunc)
+
+
+def assert_same(got, expected, ulps: int = 4, rtol: float | None = None, path="result"):
+    """Bit-for-bit for integers and booleans; within `ulps` units in the last
+    place (or `rtol`, for reductions whose order differs) for floats."""
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected), f"{path}: {got!r}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_same(g, e, ulps, rtol, f"{path}[{i}]")
+        return
+    if expected is None:
+        assert got is None, f"{path}: {got!r}"
+        return
+    g, e = np.asarray(got), np.asarray(expected)
+    assert g.shape == e.shape, f"{path}: shape {g.shape} != {e.shape}"
+    assert g.dtype == e.dtype or (g.ndim == 0 and np.result_type(g, e) == e.dtype), \
+        f"{path}: dtype {g.dtype} != {e.dtype}"
+    if not np.issubdtype(e.dtype, np.floating):
+        np.testing.assert_array_equal(g, e, err_msg=path)
+        return
+    g = g.astype(e.dtype)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(e), err_msg=f"{path}: NaNs differ")
+    finite = ~np.isnan(e)
+    if rtol is not None:
+        np.testing.assert_allclose(g[finite], e[finite], rtol=rtol, atol=0, err_msg=path)
+        return
+    same = g[finite] == e[finite]
+    spacing = np.spacing(np.abs(e[finite]).astype(e.dtype))
+    close = np.abs(g[finite] - e[finite]) <= ulps * spacing
+    assert np.all(same | close), \
+        f"{path}: differs by more than {ulps} ulp:\n got {g}\n expected {e}"
+
+
+def check(pyfunc, *args, target: str = "cpu", ulps: int = 4, rtol: float | None = None):
+    """Run `pyfunc` through Numba's njit and through ours on copies of the
+    arguments; compare results and the arguments afterwards (in-place writes)."""
+    ref_args, our_args = copy.deepcopy(args), copy.deepcopy(args)
+    expected = numba.njit(pyfunc)(*ref_args)
+    got = ours(pyfunc, target)(*our_args)
+    assert_same(got, expected, ulps, rtol)
+    for i, (g, e) in enumerate(zip(our_args, ref_args)):
+        if isinstance(e, np.ndarray):
+            assert_same(g, e, ulps, rtol, path=f"argument {i} after the call")
+    return got

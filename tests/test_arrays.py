@@ -1,0 +1,126 @@
+"""N-d C-contiguous arrays: shape, indexing, assignment, allocation, returns."""
+import numpy as np
+import pytest
+
+from .support import TARGETS, check
+
+DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64]
+
+
+def read_write(a):
+    n = a.shape[0]
+    for i in range(n):
+        a[i] = a[i] + a[n - 1 - i]
+    a[-1] = a[0]
+    return a[1], len(a), a.size, a.ndim
+
+
+def sum_2d(a):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            acc += a[i, j] * (i + 1) - a[i, -1 - j]
+    return acc
+
+
+def fill_3d(a):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                a[i, j, k] = i * 100 + j * 10 + k
+    return a.shape
+
+
+def allocations(n):
+    a = np.empty(n)
+    b = np.zeros((n, 3), np.int32)
+    c = np.ones((2, n), dtype=np.float32)
+    for i in range(n):
+        a[i] = i * 0.5
+        b[i, 1] = i
+    d = np.empty_like(a)
+    e = np.zeros_like(b)
+    f = np.ones_like(c)
+    g = np.full((2, 2), 7.5)
+    for i in range(n):
+        d[i] = a[i] * 2
+    return a, b, c, d, e, f, g
+
+
+def return_argument(a):
+    a[0] = 42
+    return a
+
+
+def return_scalar_and_array(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2
+    return a.shape[0], out, a
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64, np.uint8],
+                         ids=lambda d: d.__name__)
+def test_read_write_1d(dtype, target):
+    check(read_write, np.arange(10).astype(dtype), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_2d_and_3d(target):
+    check(sum_2d, np.arange(12.0).reshape(3, 4), target=target)
+    check(fill_3d, np.zeros((2, 3, 4), np.int64), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_allocations(target):
+    check(allocations, 5, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_returning_an_argument_returns_the_same_array(target):
+    from .support import ours
+    a = np.arange(4)
+    out = ours(return_argument, target)(a)
+    assert out is a or (out.ctypes.data == a.ctypes.data)
+    assert a[0] == 42
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tuple_of_scalar_and_arrays(target):
+    check(return_scalar_and_array, np.arange(6.0), target=target)
+
+
+def bool_arrays(a, b):
+    out = np.empty(a.shape[0], np.bool_)
+    for i in range(a.shape[0]):
+        out[i] = a[i] and not b[i]
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bool_arrays(target):
+    a = np.array([True, False, True, True])
+    b = np.array([False, False, True, False])
+    check(bool_arrays, a, b, target=target)
+
+
+def many_allocs(n):
+    acc = 0.0
+    for k in range(n):
+        t = np.ones(1000)
+        acc += t[k % 1000]
+    return acc
+
+
+def test_temporaries_are_freed():
+    """Arrays allocated and dropped in a loop must not accumulate."""
+    import numba
+    from .support import ours
+    fn = ours(many_allocs, "cpu")
+    fn(10)
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert fn(200000) == 200000.0      # 1.6 GB if nothing were freed
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert after - before < 200_000    # kilobytes

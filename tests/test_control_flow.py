@@ -1,0 +1,90 @@
+"""if/elif/else, for over range, while, break, continue."""
+import numpy as np
+import pytest
+
+from .support import TARGETS, check
+
+
+def branches(x):
+    if x < 0:
+        r = -1
+    elif x == 0:
+        r = 0
+    elif x < 10:
+        r = 1
+    else:
+        r = 2
+    return r
+
+
+def loops(n):
+    total = 0
+    for i in range(n):
+        if i % 3 == 0:
+            continue
+        total += i * i
+        if total > 10000:
+            break
+    j = 0
+    while j < n:
+        j += 2
+    return total, j
+
+
+def range_forms(a, b, s):
+    acc = 0
+    for i in range(a, b, s):
+        acc = acc * 3 + i
+    for i in range(b, a, -s):
+        acc -= i
+    for i in range(a, b):
+        acc += i
+    return acc
+
+
+def nested(n, m):
+    acc = 0.0
+    for i in range(n):
+        for j in range(m):
+            if (i + j) % 2:
+                acc += i * 0.5 - j
+            else:
+                acc -= 0.25
+    return acc
+
+
+def float_loop(x):
+    y = x
+    k = 0
+    while y > 1.0:
+        y = y / 2.0
+        k += 1
+    return y, k
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_if_elif_else(target):
+    for x in (-5, 0, 3, 50):
+        check(branches, x, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_for_while_break_continue(target):
+    for n in (0, 1, 7, 100, 1000):
+        check(loops, n, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_range_forms(target):
+    for a, b, s in [(0, 10, 1), (3, 20, 4), (-5, 5, 3), (10, 0, 2)]:
+        check(range_forms, a, b, s, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nested_loops(target):
+    check(nested, 13, 7, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_while_float(target):
+    check(float_loop, 1000.0, target=target)
