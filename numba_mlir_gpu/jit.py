@@ -58,11 +58,17 @@ def add_allocator(module: ir.Module, gpu: bool) -> None:
         module.body.append(op.detach_from_parent() if hasattr(op, "detach_from_parent") else op)
 
 
-def run_pipeline(module: ir.Module, pipeline: str) -> None:
-    try:
-        passmanager.PassManager.parse(pipeline).run(module.operation)
-    except ir.MLIRError as exc:
-        raise MLIRCompilationError(f"MLIR pass pipeline failed: {exc}") from None
+def run_pipeline(module: ir.Module, pipeline) -> None:
+    """Run a textual pipeline, or a list of textual pipelines and Python
+    rewrites (callables taking the module)."""
+    for stage in [pipeline] if isinstance(pipeline, str) else pipeline:
+        if callable(stage):
+            stage(module)
+            continue
+        try:
+            passmanager.PassManager.parse(stage).run(module.operation)
+        except ir.MLIRError as exc:
+            raise MLIRCompilationError(f"MLIR pass pipeline failed: {exc}") from None
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,6 +83,13 @@ def array_destructor(gpu: bool) -> int:
         lib = ctypes.CDLL(_cuda_runtime_libs()[0], mode=ctypes.RTLD_GLOBAL)
         return ctypes.cast(lib.mgpuMemFree, ctypes.c_void_p).value
     return ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p).value
+
+
+@functools.lru_cache(maxsize=None)
+def stream_synchronize_address() -> int:
+    """Address of the CUDA runtime wrapper `mgpuStreamSynchronize(stream)`."""
+    lib = ctypes.CDLL(_cuda_runtime_libs()[0], mode=ctypes.RTLD_GLOBAL)
+    return ctypes.cast(lib.mgpuStreamSynchronize, ctypes.c_void_p).value
 
 
 @dataclass

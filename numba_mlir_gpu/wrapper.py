@@ -16,7 +16,8 @@ from numba.core import cgutils, lowering, types
 from numba.core.runtime import _nrt_python
 from numba.np.arrayobj import populate_array
 
-from .jit import JitFunction, array_destructor
+from .jit import JitFunction, array_destructor, stream_synchronize_address
+from .memory import DeviceArrayType
 from .lowering.types import flat_types
 from .lowering.values import ReturnPlan
 
@@ -31,6 +32,10 @@ def _nrt_manage_memory() -> int:
     get_api = ctypes.CFUNCTYPE(ctypes.c_void_p)(_nrt_python.c_helpers["get_api"])
     table = ctypes.cast(get_api(), ctypes.POINTER(ctypes.c_void_p))
     return table[2]
+
+
+class CompileOnlyError(RuntimeError):
+    """Calling a function compiled for the 'compile-only' target."""
 
 
 def _memref_struct(ndim: int) -> llir.LiteralStructType:
@@ -51,6 +56,11 @@ class EntryCallLower(lowering.Lower):
         self.setup_function(fndesc)
         args = self.extract_function_arguments()
         builder = self.builder
+        if self.jitted is None:
+            self.call_conv.return_user_exc(builder, CompileOnlyError, (
+                f"{fndesc.qualname} was compiled with target 'compile-only': its GPU code "
+                "was built (see numba_mlir_gpu.inspect_ptx) but nothing runs",))
+            return
         flat_args = []
         for ty, value in zip(fndesc.argtypes, args):
             self._flatten_argument(ty, value, flat_args)
@@ -73,6 +83,8 @@ class EntryCallLower(lowering.Lower):
         packed = cgutils.alloca_once(builder, _I8P, size=max(len(slots), 1))
         for i, slot in enumerate(slots):
             builder.store(slot, builder.gep(packed, [llir.Constant(llir.IntType(32), i)]))
+        if self.jitted.gpu and any(isinstance(t, DeviceArrayType) for t in fndesc.argtypes):
+            self._wait_for_default_stream()
         fnty = llir.FunctionType(llir.VoidType(), [_I8P.as_pointer()])
         fnptr = builder.inttoptr(llir.Constant(_I64, self.jitted.address), fnty.as_pointer())
         builder.call(fnptr, [packed])
@@ -87,6 +99,14 @@ class EntryCallLower(lowering.Lower):
                                list(zip(fndesc.argtypes, args)))
         self.call_conv.return_value(
             builder, self.context.get_return_value(builder, fndesc.restype, retval))
+
+    def _wait_for_default_stream(self) -> None:
+        """Our kernels run on streams of their own: let work already queued
+        on the default stream (CuPy's, PyTorch's) finish first."""
+        fnty = llir.FunctionType(llir.VoidType(), [_I8P])
+        sync = self.builder.inttoptr(llir.Constant(_I64, stream_synchronize_address()),
+                                     fnty.as_pointer())
+        self.builder.call(sync, [llir.Constant(_I8P, None)])
 
     # -- arguments -------------------------------------------------------------
 

@@ -124,3 +124,34 @@ def test_temporaries_are_freed():
     assert fn(200000) == 200000.0      # 1.6 GB if nothing were freed
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert after - before < 200_000    # kilobytes
+
+
+class HostBackedCudaArray:
+    """Exposes `__cuda_array_interface__` over host memory, so the in-place
+    path for GPU arrays can be exercised on the CPU target."""
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.array.shape, "typestr": self.array.dtype.str, "strides": None,
+                "data": (self.array.ctypes.data, False), "version": 3}
+
+
+def scale_in_place(a, x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * a
+    return x.shape[0]
+
+
+def test_cuda_array_interface_objects_are_used_in_place():
+    from numba_mlir_gpu.memory import DeviceArrayType
+    from .support import ours
+    import numba
+    backing = np.arange(8, dtype=np.float32)
+    fake = HostBackedCudaArray(backing)
+    assert isinstance(numba.typeof(fake), DeviceArrayType)
+    fn = ours(scale_in_place, "cpu")
+    assert fn(np.float32(3), fake) == 8
+    np.testing.assert_array_equal(backing, 3 * np.arange(8, dtype=np.float32))

@@ -234,9 +234,8 @@ class FunctionLowerer:
     def call(self, callee, args: list, sig, expr):
         """Lower a call whose callee lowered to `callee`."""
         if isinstance(callee, BoundMethod):
-            recv_ty = sig.recvr if sig.recvr is not None else None
-            key = (type(types.unliteral(recv_ty)) if recv_ty is not None else None, callee.name)
-            rule = method_rules.get(key)
+            recv_ty = sig.recvr
+            rule = method_rules.get_by_type(types.unliteral(recv_ty), callee.name)
             if rule is None:
                 raise UnsupportedConstructError(f"the method '.{callee.name}()' on {recv_ty}", expr.loc)
             return rule(self, [callee.receiver] + args, sig, expr)
@@ -268,7 +267,7 @@ class FunctionLowerer:
                 return self.constant(getattr(value.obj, attr), self.typeof(target))
             except AttributeError:
                 raise UnsupportedConstructError(f"the attribute '{attr}' of {value.obj!r}", expr.loc)
-        rule = attr_rules.get((type(types.unliteral(ty)), attr))
+        rule = attr_rules.get_by_type(types.unliteral(ty), attr)
         if rule is not None:
             return rule(self, value, ty, expr)
         if isinstance(self.typeof(target), types.BoundFunction):

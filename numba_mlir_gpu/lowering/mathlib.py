@@ -10,7 +10,7 @@ import math as pymath
 import numpy as np
 from numba.core import types
 
-from .._mlir import arith, llvm, math
+from .._mlir import arith, math
 from .build import cmpf, cmpi, const, select
 from .casts import cast
 from .errors import UnsupportedConstructError
@@ -52,9 +52,9 @@ for _name, _op in _UNARY.items():
 
 @call_rules.register(pymath.sqrt, np.sqrt)
 def sqrt(lw, args, sig, expr):
-    """llvm.intr.sqrt is IEEE-exact on both targets (math.sqrt may become an
-    approximation in NVVM lowering)."""
-    return llvm.intr_sqrt(*_float_args(args, sig, expr))
+    # Correctly rounded on the CPU; passes.ieee_sqrt_in_kernels keeps it so
+    # on the GPU, where NVVM lowering would pick sqrt.approx.
+    return math.SqrtOp(*_float_args(args, sig, expr)).result
 
 
 @call_rules.register(pymath.fabs, np.fabs)
@@ -113,24 +113,30 @@ def hypot(lw, args, sig, expr):
     ty = types.unliteral(sig.args[0])
     safe = select(cmpf("OEQ", big, const(ty, 0.0)), const(ty, 1.0), big)
     ratio = arith.DivFOp(small, safe).result
-    root = llvm.intr_sqrt(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result)
+    root = math.SqrtOp(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result).result
     result = arith.MulFOp(big, root).result
-    is_inf = arith.OrIOp(math.IsInfOp(x).result, math.IsInfOp(y).result).result
+    inf = const(ty, float("inf"))
+    is_inf = arith.OrIOp(cmpf("OEQ", x, inf), cmpf("OEQ", y, inf)).result
     return select(is_inf, const(ty, float("inf")), result)
 
 
-def _predicate(op, int_value):
+def _predicate(test, int_value):
+    """Classification by comparison (the math.is* ops have no LLVM lowering)."""
     def rule(lw, args, sig, expr):
         ty = types.unliteral(sig.args[0])
         if isinstance(ty, types.Float):
-            return op(args[0]).result
+            return test(args[0], ty)
         return const(types.boolean, int_value)
     return rule
 
 
-call_rules.register(pymath.isnan, np.isnan)(_predicate(math.IsNaNOp, 0))
-call_rules.register(pymath.isinf, np.isinf)(_predicate(math.IsInfOp, 0))
-call_rules.register(pymath.isfinite, np.isfinite)(_predicate(math.IsFiniteOp, 1))
+def _abs_vs_inf(pred):
+    return lambda x, ty: cmpf(pred, math.AbsFOp(x).result, const(ty, float("inf")))
+
+
+call_rules.register(pymath.isnan, np.isnan)(_predicate(lambda x, ty: cmpf("UNO", x, x), 0))
+call_rules.register(pymath.isinf, np.isinf)(_predicate(_abs_vs_inf("OEQ"), 0))
+call_rules.register(pymath.isfinite, np.isfinite)(_predicate(_abs_vs_inf("OLT"), 1))
 
 
 def _extremum(pick_second):

@@ -26,6 +26,14 @@ class Registry:
         except TypeError:       # unhashable key: no rule
             return None
 
+    def get_by_type(self, ty, name: str):
+        """The rule for (a class of `ty`'s MRO, name), most specific first."""
+        for cls in type(ty).__mro__:
+            rule = self._rules.get((cls, name))
+            if rule is not None:
+                return rule
+        return None
+
     def __contains__(self, key: Hashable) -> bool:
         return self.get(key) is not None
 

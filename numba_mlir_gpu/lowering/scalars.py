@@ -165,7 +165,7 @@ for _fn in _PREDICATES:
 
 
 def _in_result_type(args, sig):
-    """Numba types `-x` and `~x` in the result type (e.g. ~int8 -> int64)."""
+    """Numba computes `-x` and `+x` in the result type."""
     from .casts import cast
     return cast(args[0], sig.args[0], sig.return_type), types.unliteral(sig.return_type)
 
@@ -194,8 +194,14 @@ def not_(lw, args, sig, expr):
 
 @unary_rules.register(operator.invert)
 def invert(lw, args, sig, expr):
-    _scalar_sig(sig, expr)
-    value, ty = _in_result_type(args, sig)
+    """Numba inverts in the operand's type, then widens (~uint8(3) == 252)."""
+    from .casts import cast
+    ty = _scalar_sig(sig, expr)
     if isinstance(ty, types.Float):
         raise UnsupportedConstructError("'~' on floats", expr.loc)
-    return arith.XOrIOp(value, const(ty, -1 if not isinstance(ty, types.Boolean) else 1)).result
+    if isinstance(ty, types.Boolean):
+        ty, value = types.int64, cast(args[0], ty, types.int64)
+    else:
+        value = args[0]
+    inverted = arith.XOrIOp(value, const(ty, -1 if ty.signed else 2 ** ty.bitwidth - 1)).result
+    return cast(inverted, ty, sig.return_type)
