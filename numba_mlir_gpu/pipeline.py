@@ -25,7 +25,7 @@ class QuietParforPass(ParforPass):
 
     def run_pass(self, state):
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"\s*The keyword argument 'parallel=True'",
+            warnings.filterwarnings("ignore", message=r"(?s).*The keyword argument 'parallel=True'",
                                     category=NumbaPerformanceWarning)
             return super().run_pass(state)
 

@@ -1,0 +1,38 @@
+"""The main example: `python -m numba_mlir_gpu.example`.
+
+A prange SAXPY followed by an array expression and a reduction, compiled
+through MLIR: GPU kernels when a CUDA device is present, else the CPU.
+"""
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from numba_mlir_gpu import MLIRGPUPipeline, compiled_function
+
+
+def saxpy_norm(a, x, y):
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):          # a parallel loop: a GPU kernel
+        out[i] = a * x[i] + y[i]
+    return np.sqrt(np.sum(out * out))     # array expression + reduction
+
+
+def main(n: int = 10**7) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random(n, dtype=np.float32)
+    y = rng.random(n, dtype=np.float32)
+    ours = njit(pipeline_class=MLIRGPUPipeline)(saxpy_norm)
+    start = time.perf_counter()
+    result = ours(np.float32(2.0), x, y)
+    elapsed = time.perf_counter() - start
+    reference = numba.njit(saxpy_norm)(np.float32(2.0), x, y)
+    target = compiled_function(ours).target.name
+    print(f"saxpy_norm over {n} float32 on the {target} target: {result:.6g} "
+          f"(Numba CPU: {reference:.6g}); first call with compilation {elapsed:.2f} s")
+    assert np.isclose(result, reference, rtol=1e-5)
+
+
+if __name__ == "__main__":
+    main()
