@@ -10,7 +10,7 @@ from typing import Optional
 from . import passes
 from ._mlir import ir
 from .jit import JitFunction, add_allocator, extract_ptx, jit, run_pipeline
-from .lowering import FunctionLowerer, strategy_for
+from .lowering import ModuleLowering, strategy_for
 from .lowering.errors import MLIRCompilationError
 from .lowering.values import ReturnPlan
 from .runtime import cuda
@@ -29,6 +29,7 @@ class CompiledFunction:
     input_mlir: str            # as lowered from Numba
     lowered_mlir: str          # after the pass pipeline
     jitted: Optional[JitFunction]
+    exceptions: list           # (class, args) per non-zero status code
     gpu_options: Optional[passes.GPUOptions] = None
     _ptx: Optional[list] = None
     context: object = None     # the MLIR context the texts came from
@@ -55,32 +56,32 @@ def _lower(state, choice: TargetChoice, name: str):
     context = ir.Context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        lowerer = FunctionLowerer(state, strategy_for(choice), name)
-        lowerer.lower(module)
+        mlower = ModuleLowering(module, strategy_for(choice), state.typingctx, state.targetctx)
+        lowerer = mlower.lower_entry(state, name)
         try:
             module.operation.verify()
         except ir.MLIRError as exc:
             raise MLIRCompilationError(
                 f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
             ) from None
-    return context, module, lowerer.plan
+    return context, module, lowerer.plan, mlower.exceptions.entries
 
 
 def compile_state(state) -> CompiledFunction:
     choice = choose_target(state.get("numba_mlir_gpu_target"))
     name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
-    context, module, plan = _lower(state, choice, name)
+    context, module, plan, exceptions = _lower(state, choice, name)
     with context:
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
         add_allocator(module, gpu=choice.builds_gpu_code)
-        pipeline = passes.gpu_pipeline(options) if options else passes.CPU_PIPELINE
+        pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline()
         run_pipeline(module, pipeline)
         lowered = str(module)
         ptx = extract_ptx(module) if options and options.format == "isa" else None
         jitted = jit(module, name, gpu=choice.builds_gpu_code) if choice.runs else None
-    compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, options, ptx,
-                                context)
+    compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, exceptions,
+                                options, ptx, context)
     _dump(compiled)
     return compiled
 

@@ -2,19 +2,28 @@
 
 Both targets share the front part (promote slots to SSA, free temporaries);
 they differ in how parallel loops are run and in the memory allocator that
-`memref.alloc` calls (`_mlir_memref_to_llvm_alloc`, defined by runtime.py in
+`memref.alloc` calls (`_mlir_memref_to_llvm_alloc`, defined by jit.add_allocator in
 each module: malloc on the CPU, CUDA managed memory on the GPU).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .deallocation import lower_general_deallocs
+
 # Cleanup after lowering: slots to SSA values, then free every temporary
-# array that is not returned (returned arrays are owned by the caller).
-_FRONT = ",".join([
-    "func.func(mem2reg,canonicalize,cse)",
-    "lift-cf-to-scf",
-    "buffer-deallocation-pipeline",
+# array that is not returned (returned arrays are owned by the caller). This
+# is upstream's buffer-deallocation-pipeline, with the general dealloc case
+# lowered by deallocation.py. Ownership-based deallocation needs structured
+# loops, hence lift-cf-to-scf.
+_DEALLOCATION = [
+    "builtin.module(func.func(mem2reg,canonicalize,cse),lift-cf-to-scf,"
+    "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
+    lower_general_deallocs,
+]
+_AFTER_DEALLOCATION = ",".join([
+    "bufferization-lower-deallocations",
+    "convert-bufferization-to-memref",
     "func.func(canonicalize,cse)",
 ])
 
@@ -33,11 +42,13 @@ _TO_LLVM_COMMON = [
     "reconcile-unrealized-casts",
 ]
 
-CPU_PIPELINE = "builtin.module(" + ",".join([
-    _FRONT,
-    "convert-scf-to-cf",
-    *_TO_LLVM_COMMON,
-]) + ")"
+def cpu_pipeline() -> list:
+    """Parallel loops run as they are (scf.parallel lowered to loops)."""
+    return _DEALLOCATION + [precise_libm_calls, "builtin.module(" + ",".join([
+        _AFTER_DEALLOCATION,
+        "convert-scf-to-cf",
+        *_TO_LLVM_COMMON,
+    ]) + ")"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
     stages: textual pipelines and Python rewrites between them."""
     o = options
     outline = "builtin.module(" + ",".join([
-        _FRONT,
+        _AFTER_DEALLOCATION,
+        # before outlining, so the power functions it creates reach the kernels
+        "convert-math-to-funcs{convert-ctlz=false}",
         f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={o.threads_per_block} "
         "no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
         "canonicalize,cse)",
@@ -74,7 +87,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "cse",
         "reconcile-unrealized-casts",
     ]) + ")"
-    return [outline, ieee_sqrt_in_kernels, compile_]
+    return _DEALLOCATION + [outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_]
 
 
 def ieee_sqrt_in_kernels(module) -> None:
@@ -96,6 +109,35 @@ def ieee_sqrt_in_kernels(module) -> None:
         with ir.InsertionPoint(op), op.location:
             root = llvm.call_intrinsic(x.type, name, [x], [], [])
         op.results[0].replace_all_uses_with(root)
+        op.erase()
+
+
+# convert-math-to-llvm expands these as exp(x) - 1 and log(1 + x), which
+# loses precision near 0; host code calls libm instead (kernels use libdevice).
+_LIBM = {"math.expm1": "expm1", "math.log1p": "log1p"}
+
+
+def precise_libm_calls(module) -> None:
+    from ._mlir import func, ir
+    found = []
+
+    def visit(op):
+        if op.name in _LIBM and not _inside(op, "gpu.module"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    declared = set()
+    for op in found:
+        x = op.operands[0]
+        name = _LIBM[op.name] + ("f" if isinstance(x.type, ir.F32Type) else "")
+        if name not in declared:
+            declared.add(name)
+            with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+                decl = func.FuncOp(name, ir.FunctionType.get([x.type], [x.type]))
+                decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp([x.type], name, [x])
+        op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
 
 

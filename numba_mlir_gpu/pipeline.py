@@ -2,32 +2,14 @@
 then one pass of ours in place of Numba's lowering."""
 from __future__ import annotations
 
-import warnings
-
 from numba.core import funcdesc
-from numba.core.errors import NumbaPerformanceWarning
-from numba.core.compiler import CompilerBase, DefaultPassBuilder, _LowerResult
-from numba.core.compiler_machinery import LoweringPass, PassManager, register_pass
-from numba.core.cpu import ParallelOptions
-from numba.core.typed_passes import (AnnotateTypes, IRLegalization, NoPythonBackend,
-                                     NoPythonSupportedFeatureValidation, ParforPass)
+from numba.core.compiler import CompilerBase, _LowerResult
+from numba.core.compiler_machinery import LoweringPass, register_pass
+from numba.core.typed_passes import NoPythonBackend
 
 from .compile import compile_state
+from .lowering.frontend import typed_passes
 from .wrapper import EntryCallLower
-
-
-@register_pass(mutates_CFG=True, analysis_only=False)
-class QuietParforPass(ParforPass):
-    """Numba's ParforPass without its "parallel=True was specified but..."
-    warning: here parfor conversion is always on, whatever the user wrote."""
-
-    _name = "quiet_parfor_pass"
-
-    def run_pass(self, state):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r"(?s).*The keyword argument 'parallel=True'",
-                                    category=NumbaPerformanceWarning)
-            return super().run_pass(state)
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -51,8 +33,7 @@ class MLIRLowering(LoweringPass):
             abi_tags=[flags.get_mangle_string()])
         with targetctx.push_code_library(library):
             lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
-                                   metadata=state.metadata, jitted=compiled.jitted,
-                                   plan=compiled.plan)
+                                   metadata=state.metadata, compiled=compiled)
             lower.lower()
             if not flags.no_cpython_wrapper:
                 lower.create_cpython_wrapper(flags.release_gil)
@@ -80,16 +61,8 @@ class MLIRGPUPipeline(CompilerBase):
     target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
 
     def define_pipelines(self):
-        self.state.flags.auto_parallel = ParallelOptions(True)
         self.state["numba_mlir_gpu_target"] = self.target
-        dpb = DefaultPassBuilder
-        pm = PassManager("numba_mlir_gpu")
-        pm.passes.extend(dpb.define_untyped_pipeline(self.state).passes)
-        pm.passes.extend((QuietParforPass, desc) if cls is ParforPass else (cls, desc)
-                         for cls, desc in dpb.define_typed_pipeline(self.state).passes)
-        pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
-        pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")
-        pm.add_pass(AnnotateTypes, "annotate types")
+        pm = typed_passes(self.state, "numba_mlir_gpu")
         pm.add_pass(MLIRLowering, "lower through MLIR")
         pm.add_pass(NoPythonBackend, "nopython mode backend")
         pm.finalize()

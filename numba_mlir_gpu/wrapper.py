@@ -46,11 +46,11 @@ def _memref_struct(ndim: int) -> llir.LiteralStructType:
 class EntryCallLower(lowering.Lower):
     """Lowers the function as one call to the JIT-ed MLIR entry."""
 
-    def __init__(self, context, library, fndesc, func_ir, metadata=None, *,
-                 jitted: JitFunction, plan: ReturnPlan):
+    def __init__(self, context, library, fndesc, func_ir, metadata=None, *, compiled):
         super().__init__(context, library, fndesc, func_ir, metadata=metadata)
-        self.jitted = jitted
-        self.plan = plan
+        self.jitted: JitFunction = compiled.jitted
+        self.plan: ReturnPlan = compiled.plan
+        self.exceptions: list = compiled.exceptions
 
     def lower_normal_function(self, fndesc):
         self.setup_function(fndesc)
@@ -67,19 +67,15 @@ class EntryCallLower(lowering.Lower):
         result_types = self._result_llvm_types()
         if len(result_types) == 1:
             result_ty = result_types[0]
-        elif result_types:
-            result_ty = llir.LiteralStructType(result_types)
         else:
-            result_ty = None
+            result_ty = llir.LiteralStructType(result_types)
         slots = []
         for value in flat_args:
             slot = cgutils.alloca_once(builder, value.type)
             builder.store(value, slot)
             slots.append(builder.bitcast(slot, _I8P))
-        result_slot = None
-        if result_ty is not None:
-            result_slot = cgutils.alloca_once(builder, result_ty)
-            slots.append(builder.bitcast(result_slot, _I8P))
+        result_slot = cgutils.alloca_once(builder, result_ty)
+        slots.append(builder.bitcast(result_slot, _I8P))
         packed = cgutils.alloca_once(builder, _I8P, size=max(len(slots), 1))
         for i, slot in enumerate(slots):
             builder.store(slot, builder.gep(packed, [llir.Constant(llir.IntType(32), i)]))
@@ -88,13 +84,13 @@ class EntryCallLower(lowering.Lower):
         fnty = llir.FunctionType(llir.VoidType(), [_I8P.as_pointer()])
         fnptr = builder.inttoptr(llir.Constant(_I64, self.jitted.address), fnty.as_pointer())
         builder.call(fnptr, [packed])
-        results = []
-        if result_ty is not None:
-            loaded = builder.load(result_slot)
-            if len(result_types) == 1:
-                results = [loaded]
-            else:
-                results = [builder.extract_value(loaded, i) for i in range(len(result_types))]
+        loaded = builder.load(result_slot)
+        if len(result_types) == 1:
+            results = [loaded]
+        else:
+            results = [builder.extract_value(loaded, i) for i in range(len(result_types))]
+        self._raise_on_status(results[0], results[1:])
+        results = results[1:]
         retval = self._rebuild(fndesc.restype, iter(results), iter(self.plan.array_origins),
                                list(zip(fndesc.argtypes, args)))
         self.call_conv.return_value(
@@ -130,9 +126,30 @@ class EntryCallLower(lowering.Lower):
 
     # -- results ---------------------------------------------------------------
 
+    def _raise_on_status(self, status, results: list) -> None:
+        """A non-zero status raises its exception (after freeing the
+        placeholder arrays the error path returned)."""
+        if not self.exceptions:
+            return
+        builder = self.builder
+        failed = builder.icmp_unsigned("!=", status, llir.Constant(status.type, 0))
+        with cgutils.if_unlikely(builder, failed):
+            dtor_ty = llir.FunctionType(llir.VoidType(), [_I8P])
+            dtor = builder.inttoptr(llir.Constant(_I64, array_destructor(self.jitted.gpu)),
+                                    dtor_ty.as_pointer())
+            for value in results:
+                if isinstance(value.type, llir.LiteralStructType):   # a memref descriptor
+                    builder.call(dtor, [builder.extract_value(value, 0)])
+            for code, (exc_class, exc_args) in enumerate(self.exceptions, start=1):
+                is_code = builder.icmp_unsigned("==", status, llir.Constant(status.type, code))
+                with cgutils.if_unlikely(builder, is_code):
+                    self.call_conv.return_user_exc(builder, exc_class, exc_args)
+            self.call_conv.return_user_exc(builder, RuntimeError,
+                                           ("numba-mlir-gpu: unknown error status",))
+
     def _result_llvm_types(self) -> list:
         origins = iter(self.plan.array_origins)
-        result = []
+        result = [llir.IntType(32)]          # the status
         for ty in flat_types(self.fndesc.restype):
             if isinstance(ty, types.Array):
                 if next(origins) is None:

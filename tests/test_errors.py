@@ -11,10 +11,8 @@ def slicing(a):
     return a[1:3]
 
 
-def raising(x):
-    if x > 0:
-        raise ValueError("positive")
-    return x
+def lists(x):
+    return [x, x]
 
 
 def complex_math(x):
@@ -34,7 +32,7 @@ def calls_python(x):
 
 @pytest.mark.parametrize("fn, args, construct", [
     (slicing, (np.arange(5.0),), "slice"),
-    (raising, (3,), "ValueError"),
+    (lists, (3,), "build_list"),
     (complex_math, (2.0,), "complex"),
     (calls_python, (np.ones(3),), "sort"),
 ])
@@ -59,3 +57,43 @@ def test_forcing_the_gpu_without_a_driver_is_a_clear_error(monkeypatch):
         pytest.skip("a GPU is present")
     with pytest.raises(cuda.CUDAUnavailableError, match="NVIDIA driver|CUDA device"):
         numba_mlir_gpu.njit(target="gpu")(lambda x: x + 1)(1)
+
+
+def raising(x):
+    if x > 0:
+        raise ValueError("positive", x)
+    return x
+
+
+def raising_in_prange(a):
+    for i in prange(a.shape[0]):
+        if a[i] < 0:
+            raise ValueError("negative element")
+        a[i] = 2 * a[i]
+
+
+def mismatched_shapes(a, b):
+    return a + b
+
+
+def test_raise_reaches_python_with_its_message():
+    fn = numba_mlir_gpu.njit(target="cpu")(raising)
+    assert fn(-2) == -2
+    with pytest.raises(ValueError, match="positive"):
+        fn(3)
+
+
+def test_raise_inside_a_parallel_loop():
+    fn = numba_mlir_gpu.njit(target="cpu")(raising_in_prange)
+    a = np.arange(5.0)
+    fn(a)
+    np.testing.assert_array_equal(a, 2 * np.arange(5.0))
+    with pytest.raises(ValueError, match="negative element"):
+        fn(np.array([1.0, -1.0]))
+
+
+def test_shape_mismatch_in_array_expression_raises_like_numba():
+    fn = numba_mlir_gpu.njit(target="cpu")(mismatched_shapes)
+    np.testing.assert_array_equal(fn(np.ones(3), np.ones(3)), 2 * np.ones(3))
+    with pytest.raises(AssertionError, match="Sizes of a, b do not match"):
+        fn(np.ones(3), np.ones(4))

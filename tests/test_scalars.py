@@ -209,3 +209,14 @@ def test_float32_sqrt_and_division_are_ieee(target):
     for x in np.random.default_rng(1).uniform(0, 1e6, 50).astype(np.float32):
         got = ours(sqrt32, target)(x)
         assert got[0] == np.sqrt(x) and got[1] == x / np.float32(3.0)
+
+
+def expm1_log1p(x):
+    return math.expm1(x), math.log1p(x)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_expm1_log1p_are_precise_near_zero(target):
+    for x in (1e-10, -3e-12, 1e-5):
+        check(expm1_log1p, x, target=target, ulps=1)
+        check(expm1_log1p, np.float32(x), target=target, ulps=2)

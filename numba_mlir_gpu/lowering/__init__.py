@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..target import TargetChoice
 from . import arrays, control, expressions, mathlib, parfors, scalars, statements  # noqa: F401
 from .function import FunctionLowerer
+from .module import ModuleLowering
 from .targets import CPUStrategy, GPUStrategy
 
 
@@ -14,4 +15,4 @@ def strategy_for(choice: TargetChoice):
     return GPUStrategy() if choice.builds_gpu_code else CPUStrategy()
 
 
-__all__ = ["FunctionLowerer", "strategy_for"]
+__all__ = ["FunctionLowerer", "ModuleLowering", "strategy_for"]

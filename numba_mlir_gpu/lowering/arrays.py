@@ -3,15 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
+from numba.np.arrayobj import _array_copy_intrinsic
+from numba.np.npyimpl import _make_dtype_object
+from numba.parfors.array_analysis import assert_equiv
+from numba.parfors.parfor import get_type_max_value, get_type_min_value
 
 from .._mlir import arith, ir, memref
 from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
-from .registry import attr_rules, call_rules
+from .registry import attr_rules, call_rules, method_rules
 from .types import memref_type
-from .values import ArrayValue, TupleValue
+from .values import ArrayValue, PyValue, TupleValue
 
 
 # -- element access -----------------------------------------------------------
@@ -118,6 +122,70 @@ def builtin_len(lw, args, sig, expr):
     if isinstance(value, TupleValue):
         return const_i64(len(value.items))
     raise UnsupportedConstructError(f"len() of {sig.args[0]}", expr.loc)
+
+
+@call_rules.register(assert_equiv)
+def shapes_agree(lw, args, sig, expr):
+    """Numba's array-analysis check that its arguments have equal shapes:
+    raises AssertionError (with Numba's message) when they do not."""
+    message = sig.args[0].literal_value
+    extents = [_extents(value, ty, expr) for value, ty in zip(args[1:], sig.args[1:])]
+    failed = const(types.boolean, 0)
+    for other in extents[1:]:
+        if len(other) != len(extents[0]):
+            failed = const(types.boolean, 1)
+            continue
+        for a, b in zip(extents[0], other):
+            failed = arith.OrIOp(failed, cmpi("ne", a, b)).result
+    code = lw.errors.code(AssertionError, (message,))
+    lw.errors.raise_if(lw, failed, code)
+    return PyValue(None)
+
+
+def _extents(value, ty, expr) -> list:
+    if isinstance(value, ArrayValue):
+        return [to_i64(d) for d in shape_of(value)]
+    if isinstance(value, TupleValue):
+        return [cast(v, t, types.int64) for v, t in zip(value.items, ty.types)]
+    if isinstance(ty, types.Integer):
+        return [cast(value, ty, types.int64)]
+    raise UnsupportedConstructError(f"a shape check on {ty}", expr.loc)
+
+
+@call_rules.register(_make_dtype_object)
+def dtype_object(lw, args, sig, expr):
+    """np.dtype(...) inside Numba's implementations: a compile-time value."""
+    return PyValue(sig.return_type)
+
+
+def _extreme_value(largest: bool):
+    """Numba's get_type_max_value / get_type_min_value (reduction starts)."""
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.return_type)
+        if isinstance(ty, types.Float):
+            return const(ty, float("inf") if largest else float("-inf"))
+        info = np.iinfo(np.dtype(str(ty)))
+        return const(ty, info.max if largest else info.min)
+    return rule
+
+
+call_rules.register(get_type_max_value)(_extreme_value(True))
+call_rules.register(get_type_min_value)(_extreme_value(False))
+
+
+@method_rules.register((types.Array, "copy"))
+@call_rules.register(_array_copy_intrinsic, np.copy)
+def array_copy(lw, args, sig, expr):
+    source = args[0]
+    if not isinstance(source, ArrayValue):
+        raise UnsupportedConstructError(f"copying {sig.args[0]}", expr.loc)
+    extents = shape_of(source)
+    result = allocate(lw, sig.return_type, extents)
+
+    def body(indices):
+        store_element(load_element(source, indices), result, indices)
+    parallel_for(lw, extents, body)
+    return result
 
 
 # -- allocation -----------------------------------------------------------------

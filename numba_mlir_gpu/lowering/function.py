@@ -16,12 +16,14 @@ from numba.core import ir as nir
 from numba.core import types
 from numba.core.ir_utils import find_topo_order
 
-from .._mlir import cf, func, ir, memref
-from . import casts
+from .._mlir import arith, cf, func, ir, memref
+from . import calls, casts
+from .build import const
 from .errors import UnsupportedConstructError
+from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
-from .types import flat_types, is_scalar, mlir_type, scalar_type
-from .values import (ArrayValue, BoundMethod, PyValue, ReturnPlan,
+from .types import flat_types, is_scalar, is_static, mlir_type, static_value, storage_type
+from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
                      TupleValue)
 
 
@@ -58,24 +60,40 @@ class RegionBlocks:
     exit: Optional[Callable[[], None]] = None   # called for a jump out of it
 
 
+def _describe(callee, sig) -> str:
+    if isinstance(callee, BoundMethod):
+        return f"the method '.{callee.name}()' of {sig.recvr}"
+    if isinstance(callee, PyValue):
+        obj = callee.obj
+        name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", repr(obj))
+        module = getattr(obj, "__module__", None)
+        return f"'{module}.{name}'" if module and module != "builtins" else f"'{name}'"
+    return f"a value of type {type(callee).__name__}"
+
+
 class FunctionLowerer:
     """Lowers one typed Numba function into `func.func @name` of a module."""
 
-    def __init__(self, state, target: Target, name: str):
+    def __init__(self, state, module_lowering, name: str, entry: bool = True,
+                 parallel_depth: int = 0):
         self.func_ir = state.func_ir
         self.typemap = state.typemap
         self.calltypes = state.calltypes
         self.argtypes = tuple(state.args)
         self.restype = state.return_type
-        self.target = target
+        self.mlower = module_lowering
+        self.target = module_lowering.strategy
         self.name = name
+        self.entry = entry          # the function Numba's wrapper calls
         self.plan = ReturnPlan(self.restype)
         self.result_types: Optional[list] = None
         self.scope: Scope = None
         self.region: RegionBlocks = None
-        self.parallel_depth = 0          # > 0 inside a parallel loop body
+        self.ip: Optional[ir.InsertionPoint] = None
+        self.parallel_depth = parallel_depth    # > 0: in a parallel loop body or a kernel
+        self.body_depth = 0                     # > 0: inside a loop body region
         self.loc = self.func_ir.loc
-        self.array_effects = None        # set by the GPU data prologue
+        self.errors: Optional[FunctionErrors] = None
 
     # -- entry point -------------------------------------------------------
 
@@ -86,18 +104,22 @@ class FunctionLowerer:
             fn = func.FuncOp(self.name, ir.FunctionType.get(arg_mlir, []))
             entry = fn.add_entry_block()
         self.scope = Scope(entry)
+        self.errors = FunctionErrors(self.mlower.exceptions, fn.body)
         self.arguments = self._split_arguments(list(entry.arguments))
         blocks = self.func_ir.blocks
         order = find_topo_order(blocks)
         region = RegionBlocks({label: fn.body.blocks.append() for label in sorted(blocks)})
         with ir.InsertionPoint(entry), self.location(loc):
-            self.target.prologue(self)
+            if self.entry:
+                self.target.prologue(self)
             cf.BranchOp([], region.blocks[order[0]])
         self.lower_blocks(blocks, region)
         # Result types are known only once the return statements are lowered:
         # arrays that are arguments are handed back by the wrapper, not MLIR.
+        result_types = self.result_types or []
+        self.errors.finalize(result_types)
         fn.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(arg_mlir, self.result_types or []))
+            ir.FunctionType.get(arg_mlir, [status_type()] + result_types))
         return fn
 
     def _split_arguments(self, flat: list) -> list:
@@ -113,20 +135,25 @@ class FunctionLowerer:
 
     def lower_blocks(self, blocks: dict, region: RegionBlocks) -> None:
         outer, self.region = self.region, region
+        outer_ip = self.ip
         try:
             for label in sorted(blocks):
                 block = blocks[label]
-                with ir.InsertionPoint(region.blocks[label]):
-                    self.lower_stmts(block.body)
-                    if not block.is_terminated:
+                self.ip = ir.InsertionPoint(region.blocks[label])
+                self.lower_stmts(block.body)
+                if not block.is_terminated:
+                    with self.ip, self.location(self.loc):
                         self.jump_out()
         finally:
-            self.region = outer
+            self.region, self.ip = outer, outer_ip
 
     def lower_stmts(self, stmts) -> None:
+        """Statements at `self.ip`, which a statement may move on (to the
+        block after a check of a callee's error status)."""
         for stmt in stmts:
-            with self.location(stmt.loc):
+            with self.ip, self.location(stmt.loc):
                 self.lower_stmt(stmt)
+                self.errors.check_pending(self)
 
     def lower_stmt(self, stmt) -> None:
         from .statements import stmt_rules
@@ -155,12 +182,25 @@ class FunctionLowerer:
     def new_slot(self, ty: types.Type, scope: Optional[Scope] = None) -> ir.Value:
         scope = scope or self.scope
         with ir.InsertionPoint.at_block_begin(scope.alloca_block):
-            return memref.AllocaOp(ir.MemRefType.get([], scalar_type(ty, self.loc)), [], []).result
+            return memref.AllocaOp(ir.MemRefType.get([], storage_type(ty, self.loc)), [], []).result
+
+    @staticmethod
+    def load_slot(slot: ir.Value, ty: types.Type) -> ir.Value:
+        value = memref.LoadOp(slot, []).result
+        if isinstance(types.unliteral(ty), types.Boolean):      # kept as a byte
+            value = arith.TruncIOp(ir.IntegerType.get_signless(1), value).result
+        return value
+
+    @staticmethod
+    def store_slot(value: ir.Value, slot: ir.Value, ty: types.Type) -> None:
+        if isinstance(types.unliteral(ty), types.Boolean):
+            value = arith.ExtUIOp(ir.IntegerType.get_signless(8), value).result
+        memref.StoreOp(value, slot, [])
 
     def read(self, var: nir.Var):
         slot = self.scope.find_slot(var.name)
         if slot is not None:
-            return memref.LoadOp(slot, []).result
+            return self.load_slot(slot, self.typeof(var.name))
         value = self.scope.find_value(var.name)
         if value is None:
             raise UnsupportedConstructError(f"reading variable '{var.name}' here", var.loc)
@@ -177,7 +217,7 @@ class FunctionLowerer:
             slot = self.scope.find_slot(name)
             if slot is None:
                 slot = self.scope.slots[name] = self.new_slot(ty)
-            memref.StoreOp(value, slot, [])
+            self.store_slot(value, slot, ty)
             return
         bound = self.scope.values.get(name)
         if bound is not None and bound is not value:
@@ -189,7 +229,7 @@ class FunctionLowerer:
     def bind_scalar(self, name: str, value: ir.Value, scope: Scope) -> None:
         """Give `name` a fresh slot in `scope` holding `value`."""
         slot = scope.slots[name] = self.new_slot(self.typeof(name), scope)
-        memref.StoreOp(value, slot, [])
+        self.store_slot(value, slot, self.typeof(name))
 
     # -- expressions --------------------------------------------------------
 
@@ -224,30 +264,34 @@ class FunctionLowerer:
     def _rebuild(self, ty, flat: list, origin=None):
         if isinstance(ty, types.BaseTuple):
             return TupleValue([self._rebuild(t, flat, None) for t in ty.types], ty)
-        if isinstance(ty, (types.NoneType, types.Omitted)):
-            return PyValue(None)
+        if is_static(ty):
+            return PyValue(static_value(ty))
         value = flat.pop(0)
         if isinstance(ty, types.Array):
+            if not self.entry:
+                return ArrayValue(value, ty)
             return self.target.bind_array_argument(self, value, ty, origin)
         return value
 
     def call(self, callee, args: list, sig, expr):
-        """Lower a call whose callee lowered to `callee`."""
+        """Lower a call: a lowering rule for the callee if there is one, else
+        the jitted function or Python @overload that implements it."""
         if isinstance(callee, BoundMethod):
-            recv_ty = sig.recvr
-            rule = method_rules.get_by_type(types.unliteral(recv_ty), callee.name)
-            if rule is None:
-                raise UnsupportedConstructError(f"the method '.{callee.name}()' on {recv_ty}", expr.loc)
-            return rule(self, [callee.receiver] + args, sig, expr)
-        if isinstance(callee, PyValue):
+            rule = method_rules.get_by_type(types.unliteral(sig.recvr), callee.name)
+            if rule is not None:
+                return rule(self, [callee.receiver] + args, sig, expr)
+        elif isinstance(callee, PyValue):
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
-            name = getattr(callee.obj, "__qualname__", None) or getattr(callee.obj, "__name__", repr(callee.obj))
-            module = getattr(callee.obj, "__module__", None)
-            full = f"{module}.{name}" if module and module != "builtins" else name
-            raise UnsupportedConstructError(f"calling '{full}'", expr.loc)
-        raise UnsupportedConstructError(f"calling a value of type {type(callee).__name__}", expr.loc)
+            if isinstance(callee.obj, type) and issubclass(callee.obj, BaseException):
+                return PyValue(ExceptionValue(callee.obj, tuple(
+                    a.obj if isinstance(a, PyValue) else "<value computed at run time>"
+                    for a in args)))
+        implementation = calls.jitted_implementation(self, expr, sig)
+        if implementation is not None:
+            return calls.call_jitted(self, *implementation, args, expr)
+        raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def binop(self, fn, lhs, rhs, sig, expr):
         rule = binop_rules.get(fn)
@@ -285,8 +329,9 @@ class FunctionLowerer:
             raise UnsupportedConstructError(
                 "returning different kinds of arrays from different return statements", self.loc)
         self.plan.array_origins, self.result_types = origins, result_types
-        self.target.epilogue(self)
-        func.ReturnOp(results)
+        if self.entry:
+            self.target.epilogue(self)
+        func.ReturnOp([const(STATUS, 0)] + results)
 
     def _flatten_result(self, value, ty, resty, results, origins):
         if isinstance(resty, types.BaseTuple):
@@ -294,13 +339,13 @@ class FunctionLowerer:
                 raise UnsupportedConstructError(f"returning {ty} as {resty}", self.loc)
             for item, ity, rty in zip(value.items, value.type.types, resty.types):
                 self._flatten_result(item, ity, rty, results, origins)
-        elif isinstance(resty, types.NoneType):
-            return
+        elif is_static(resty):
+            return                        # known to the caller at compile time
         elif isinstance(resty, types.Array):
             if not isinstance(value, ArrayValue):
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
-            origins.append(value.origin)
-            if value.origin is None:      # a new array: MLIR hands it over
+            origins.append(value.origin if self.entry else None)
+            if origins[-1] is None:      # a new array (or any, from a callee)
                 results.append(value.memref)
         elif is_scalar(resty):
             results.append(casts.cast(value, ty, resty))

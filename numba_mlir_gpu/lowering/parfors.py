@@ -185,16 +185,18 @@ class BodyLowering:
                 lw.bind_scalar(red.name, acc, scope)
 
         def leave():
-            scf.YieldOp([memref.LoadOp(scope.slots[r.name], []).result for r in self.reductions])
+            scf.YieldOp([lw.load_slot(scope.slots[r.name], r.type) for r in self.reductions])
 
         outer = lw.scope
         lw.scope = scope
         lw.parallel_depth += 1
+        lw.body_depth += 1
         try:
             lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave))
         finally:
             lw.scope = outer
             lw.parallel_depth -= 1
+            lw.body_depth -= 1
         with ir.InsertionPoint(entry):
             cf.BranchOp([], blocks[labels[0]])
         return list(region_op.results)
@@ -202,6 +204,15 @@ class BodyLowering:
 
 def lower_parfor(lw, parfor: Parfor) -> None:
     lw.lower_stmts(parfor.init_block.body)
+    with lw.ip, lw.location(parfor.loc):
+        anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
+        outermost = lw.errors.begin_loop(anchor, on_device=lw.parallel_depth > 0)
+        _lower_loop(lw, parfor)
+        if outermost:
+            lw.errors.end_loop(lw)
+
+
+def _lower_loop(lw, parfor: Parfor) -> None:
     nest = LoopNest(lw, parfor)
     if lw.parallel_depth > 0:
         # Nested parfors run sequentially inside the enclosing parallel body.

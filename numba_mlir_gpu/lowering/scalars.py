@@ -205,3 +205,19 @@ def invert(lw, args, sig, expr):
         value = args[0]
     inverted = arith.XOrIOp(value, const(ty, -1 if ty.signed else 2 ** ty.bitwidth - 1)).result
     return cast(inverted, ty, sig.return_type)
+
+
+def _identity(negate: bool):
+    """`a is b` / `a is not b` where the answer follows from the types
+    (None, omitted arguments): what Numba's own lowering supports too."""
+    def rule(lw, args, sig, expr):
+        kinds = [isinstance(t, (types.NoneType, types.Omitted)) for t in sig.args]
+        if not any(kinds):
+            raise UnsupportedConstructError(f"'is' between {sig.args[0]} and {sig.args[1]}",
+                                            expr.loc)
+        return const(types.boolean, int(all(kinds)) ^ negate)
+    return rule
+
+
+binop_rules.register(operator.is_)(_identity(False))
+binop_rules.register(operator.is_not)(_identity(True))

@@ -6,7 +6,9 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import cf
 from . import arrays, casts, parfors
+from .errors import UnsupportedConstructError
 from .registry import Registry
+from .values import ExceptionValue, PyValue
 
 stmt_rules = Registry("statements")
 
@@ -51,6 +53,34 @@ def lower_return(lw, stmt: nir.Return) -> None:
 @stmt_rules.register(nir.Del)
 def lower_del(lw, stmt: nir.Del) -> None:
     """Lifetimes are MLIR's business (buffer deallocation), not Numba's."""
+
+
+@stmt_rules.register(nir.StaticRaise)
+def lower_static_raise(lw, stmt: nir.StaticRaise) -> None:
+    if stmt.exc_class is None:
+        raise UnsupportedConstructError("a bare 'raise' (re-raising)", stmt.loc)
+    lw.errors.raise_status(lw, lw.errors.code(stmt.exc_class, tuple(stmt.exc_args or ())))
+
+
+@stmt_rules.register(nir.Raise)
+def lower_raise(lw, stmt: nir.Raise) -> None:
+    value = lw.read(stmt.exception) if stmt.exception is not None else None
+    obj = value.obj if isinstance(value, PyValue) else None
+    if isinstance(obj, ExceptionValue):
+        lw.errors.raise_status(lw, lw.errors.code(obj.cls, obj.args))
+    elif isinstance(obj, type) and issubclass(obj, BaseException):
+        lw.errors.raise_status(lw, lw.errors.code(obj, ()))
+    else:
+        raise UnsupportedConstructError("this 'raise'", stmt.loc)
+
+
+@stmt_rules.register(nir.DynamicRaise)
+def lower_dynamic_raise(lw, stmt: nir.DynamicRaise) -> None:
+    """The exception class is known; arguments computed at run time are
+    replaced by a note (only constants travel back to Python)."""
+    args = tuple(a if not isinstance(a, nir.Var) else "<value computed at run time>"
+                 for a in (stmt.exc_args or ()))
+    lw.errors.raise_status(lw, lw.errors.code(stmt.exc_class, args))
 
 
 @stmt_rules.register(Parfor)

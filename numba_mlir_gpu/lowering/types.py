@@ -52,11 +52,32 @@ def memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
     return ir.MemRefType.get(shape, element, layout=layout)
 
 
+# Values known at compile time: passed to no MLIR function, bound as Python
+# objects instead.
+STATIC_TYPES = (types.NoneType, types.Omitted, types.StringLiteral, types.NumberClass,
+                types.DType, types.Function, types.Dispatcher, types.Module)
+
+
+def is_static(ty: types.Type) -> bool:
+    return isinstance(ty, STATIC_TYPES)
+
+
+def static_value(ty: types.Type):
+    """The Python object a compile-time argument of type `ty` stands for."""
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    if isinstance(ty, types.Literal):
+        return ty.literal_value
+    if isinstance(ty, types.NoneType):
+        return None
+    return ty
+
+
 def flat_types(ty: types.Type, loc=None) -> list[types.Type]:
     """The scalars and arrays a value of `ty` is passed as, in order."""
     if isinstance(ty, types.BaseTuple):
         return [t for item in ty.types for t in flat_types(item, loc)]
-    if isinstance(ty, (types.NoneType, types.Omitted)):
+    if is_static(ty):
         return []
     if is_scalar(ty) or isinstance(ty, types.Array):
         return [ty]

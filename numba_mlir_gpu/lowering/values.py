@@ -33,6 +33,13 @@ class PyValue:
 
 
 @dataclass
+class ExceptionValue:
+    """An exception instance built in compiled code, raised later."""
+    cls: type
+    args: tuple
+
+
+@dataclass
 class BoundMethod:
     receiver: Any
     name: str

@@ -1,0 +1,125 @@
+"""Calls of jitted functions and of Numba's pure-Python @overloads.
+
+The callee is lowered through our own pipeline into the same module (see
+module.py) and called with `func.call`; its status result is checked like
+any raise.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from numba.core import types
+
+from .._mlir import func, ir, memref
+from .build import cmpi, const
+from .casts import cast
+from .errors import UnsupportedConstructError
+from .exceptions import STATUS, status_type
+from .types import is_scalar, is_static, static_value
+from .values import ArrayValue, BoundMethod, PyValue, TupleValue
+
+
+def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
+    """(python function, argument types) implementing the call, if it is a
+    jitted function or an @overload written in Python."""
+    fnty = lw.typeof(expr.func.name)
+    if isinstance(fnty, types.Dispatcher):
+        return fnty.dispatcher.py_func, tuple(sig.args)
+    if isinstance(fnty, types.BoundFunction):
+        candidates, args = [fnty.template], (fnty.this,) + tuple(sig.args)
+    elif isinstance(fnty, types.Function):
+        candidates, args = fnty.templates, tuple(sig.args)
+    else:
+        return None
+    for template_cls in candidates:
+        if not hasattr(template_cls, "_get_impl"):
+            continue
+        try:
+            dispatcher_type, impl_args = template_cls(lw.mlower.typingctx)._get_impl(args, {})
+        except Exception:    # noqa: BLE001  (not this template's signature)
+            continue
+        if dispatcher_type is None:
+            continue
+        dispatcher = getattr(dispatcher_type, "dispatcher", dispatcher_type)
+        if _accepts(dispatcher.py_func, len(impl_args)):
+            return dispatcher.py_func, tuple(impl_args)
+    return None
+
+
+def _accepts(py_func, nargs: int) -> bool:
+    import inspect
+    try:
+        inspect.signature(py_func).bind(*range(nargs))
+    except TypeError:
+        return False
+    return True
+
+
+def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
+    if expr.kws:
+        from .module import fold_arguments
+        kws = {name: lw.read(var) for name, var in expr.kws}
+        args = fold_arguments(py_func, args, kws, argtypes)
+    fnty = lw.typeof(expr.func.name)
+    if isinstance(fnty, types.BoundFunction):
+        args = [_receiver(lw, expr)] + list(args)
+    try:
+        callee = lw.mlower.callee(py_func, argtypes, lw.parallel_depth > 0, expr.loc)
+    except UnsupportedConstructError as exc:
+        # Report at the user's call, naming the implementation it went into.
+        construct = exc.construct
+        if lw.entry and "inside" not in construct:
+            construct += f" (inside {py_func.__module__}.{py_func.__qualname__}, called here)"
+        raise UnsupportedConstructError(construct, expr.loc if lw.entry else exc.loc) from None
+    flat: list = []
+    for value, ty in zip(args, argtypes):
+        _flatten(value, ty, flat, expr)
+    flat = [_conform(v, t) for v, t in zip(flat, callee.param_types)]
+    call = func.CallOp([status_type()] + callee.result_types, callee.name, flat)
+    status = call.results[0]
+    lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
+    results = list(call.results[1:])
+    return _rebuild(callee.restype, results)
+
+
+def _receiver(lw, expr):
+    bound = lw.read(expr.func)
+    if not isinstance(bound, BoundMethod):
+        raise UnsupportedConstructError("this method call", expr.loc)
+    return bound.receiver
+
+
+def _flatten(value, ty, out: list, expr) -> None:
+    if is_static(ty):
+        return
+    if isinstance(ty, types.BaseTuple):
+        if not isinstance(value, TupleValue):
+            raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
+        for item, item_ty, want in zip(value.items, value.type.types, ty.types):
+            _flatten(cast(item, item_ty, want) if is_scalar(want) else item, want, out, expr)
+        return
+    if isinstance(value, ArrayValue):
+        out.append(value.memref)
+    elif isinstance(value, PyValue) or value is None:
+        raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
+    else:
+        out.append(value)
+
+
+def _conform(value: ir.Value, param_type: ir.Type) -> ir.Value:
+    """Arrays of another layout are passed through memref.cast."""
+    if value.type != param_type and isinstance(param_type, ir.MemRefType):
+        return memref.CastOp(param_type, value).result
+    return value
+
+
+def _rebuild(ty, results: list):
+    if isinstance(ty, types.BaseTuple):
+        return TupleValue([_rebuild(t, results) for t in ty.types], ty)
+    if is_static(ty):
+        return PyValue(static_value(ty))
+    value = results.pop(0)
+    if isinstance(ty, types.Array):
+        return ArrayValue(value, ty)
+    return value
+

@@ -1,0 +1,76 @@
+"""Numba's front end for functions our lowering calls: typed IR, no lowering.
+
+Jitted functions and the pure-Python implementations of Numba's @overloads
+that a compiled function calls are lowered into the same MLIR module; this
+runs Numba's untyped, typed and parfor passes on them and stops.
+"""
+from __future__ import annotations
+
+import warnings
+
+from numba.core import compiler
+from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags
+from numba.core.compiler_machinery import AnalysisPass, PassManager, register_pass
+from numba.core.cpu import ParallelOptions
+from numba.core.errors import NumbaPerformanceWarning
+from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
+                                     NoPythonSupportedFeatureValidation, ParforPass)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class QuietParforPass(ParforPass):
+    """Numba's ParforPass without its "parallel=True was specified but..."
+    warning: here parfor conversion is always on, whatever the user wrote."""
+
+    _name = "quiet_parfor_pass"
+
+    def run_pass(self, state):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"(?s).*The keyword argument 'parallel=True'",
+                                    category=NumbaPerformanceWarning)
+            return super().run_pass(state)
+
+
+def typed_passes(state, name: str) -> PassManager:
+    """Numba's untyped and typed passes (parfor conversion forced on) and
+    the legalisation that its own lowering would be preceded by."""
+    state.flags.auto_parallel = ParallelOptions(True)
+    dpb = DefaultPassBuilder
+    pm = PassManager(name)
+    pm.passes.extend(dpb.define_untyped_pipeline(state).passes)
+    pm.passes.extend((QuietParforPass, desc) if cls is ParforPass else (cls, desc)
+                     for cls, desc in dpb.define_typed_pipeline(state).passes)
+    pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
+    pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")
+    pm.add_pass(AnnotateTypes, "annotate types")
+    return pm
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class StopWithTypedIR(AnalysisPass):
+    _name = "numba_mlir_gpu_stop_with_typed_ir"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        raise compiler._EarlyPipelineCompletion(state)
+
+
+class TypedIRPipeline(CompilerBase):
+    def define_pipelines(self):
+        pm = typed_passes(self.state, "numba_mlir_gpu_typed_ir")
+        pm.add_pass(StopWithTypedIR, "stop with typed IR")
+        pm.finalize()
+        return [pm]
+
+
+def typed_ir(py_func, argtypes, typingctx, targetctx):
+    """The compiler state of `py_func` for `argtypes` after type inference
+    and the parfor passes (func_ir, typemap, calltypes, return_type)."""
+    flags = Flags()
+    flags.nrt = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    return compiler.compile_extra(typingctx, targetctx, py_func, tuple(argtypes), None, flags,
+                                  {}, pipeline_class=TypedIRPipeline)

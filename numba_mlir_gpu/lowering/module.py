@@ -1,0 +1,72 @@
+"""One MLIR module: the entry function and every jitted function it calls."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+from numba.core import types
+
+from .._mlir import ir
+from .errors import UnsupportedConstructError
+from .exceptions import ExceptionTable
+from .frontend import typed_ir
+from .function import FunctionLowerer
+
+
+@dataclass
+class Callee:
+    name: str
+    restype: types.Type
+    argtypes: tuple
+    param_types: list        # MLIR types of the flat parameters
+    result_types: list       # MLIR types of the results after the status
+
+
+@dataclass
+class ModuleLowering:
+    module: ir.Module
+    strategy: object
+    typingctx: object
+    targetctx: object
+    exceptions: ExceptionTable = field(default_factory=ExceptionTable)
+    callees: dict = field(default_factory=dict)
+    _in_progress: set = field(default_factory=set)
+
+    def lower_entry(self, state, name: str) -> FunctionLowerer:
+        lowerer = FunctionLowerer(state, self, name, entry=True)
+        lowerer.lower(self.module)
+        return lowerer
+
+    def callee(self, py_func, argtypes: tuple, in_kernel: bool, loc) -> Callee:
+        """The (private) function lowered from `py_func` for `argtypes`;
+        `in_kernel` functions may not allocate and run their loops serially."""
+        key = (py_func, argtypes, in_kernel)
+        if key in self.callees:
+            return self.callees[key]
+        if key in self._in_progress:
+            raise UnsupportedConstructError(f"recursive calls ({py_func.__qualname__})", loc)
+        self._in_progress.add(key)
+        try:
+            state = typed_ir(py_func, argtypes, self.typingctx, self.targetctx)
+            name = f"{py_func.__name__}_{len(self.callees)}_{'k' if in_kernel else 'h'}"
+            lowerer = FunctionLowerer(state, self, name, entry=False,
+                                      parallel_depth=1 if in_kernel else 0)
+            fn = lowerer.lower(self.module)
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        finally:
+            self._in_progress.discard(key)
+        callee = Callee(name, state.return_type, tuple(state.args), list(fn_type.inputs),
+                        list(fn_type.results[1:]))
+        self.callees[key] = callee
+        return callee
+
+
+def fold_arguments(py_func, args: list, kws: dict, argtypes: tuple) -> list:
+    """Positional and keyword arguments in parameter order; parameters left
+    to their defaults (typed Omitted) carry None."""
+    params = list(inspect.signature(py_func).parameters)
+    values = list(args) + [None] * (len(argtypes) - len(args))
+    for name, value in kws.items():
+        values[params.index(name)] = value
+    return values
