@@ -39,8 +39,11 @@ class MLIRLowering(LoweringPass):
                 lower.create_cpython_wrapper(flags.release_gil)
             env, call_helper = lower.env, lower.call_helper
         # The engine must outlive every call of the function: the library
-        # (held by the dispatcher's overload) keeps it.
+        # (held by the dispatcher's overload) keeps it. The wrapper embeds the
+        # JIT-ed address, valid in this process only: marking it a dynamic
+        # global makes cache=True skip it with Numba's own warning.
         library._numba_mlir_gpu = compiled
+        library._dynamic_globals.append(compiled.name)
         state.metadata["numba_mlir_gpu"] = compiled
         if flags.no_compile:
             state["cr"] = _LowerResult(fndesc, call_helper, cfunc=None, env=env)

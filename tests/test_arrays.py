@@ -1,6 +1,7 @@
 """N-d C-contiguous arrays: shape, indexing, assignment, allocation, returns."""
 import numpy as np
 import pytest
+from numba import prange
 
 from .support import TARGETS, check
 
@@ -127,8 +128,8 @@ def test_temporaries_are_freed():
 
 
 class HostBackedCudaArray:
-    """Exposes `__cuda_array_interface__` over host memory, so the in-place
-    path for GPU arrays can be exercised on the CPU target."""
+    """Exposes `__cuda_array_interface__` (over host memory), to check how
+    GPU arrays are typed and compiled without a GPU."""
 
     def __init__(self, array):
         self.array = array
@@ -140,18 +141,26 @@ class HostBackedCudaArray:
 
 
 def scale_in_place(a, x):
-    for i in range(x.shape[0]):
+    for i in prange(x.shape[0]):
         x[i] = x[i] * a
-    return x.shape[0]
 
 
-def test_cuda_array_interface_objects_are_used_in_place():
+def test_cuda_array_interface_objects_are_typed_as_device_arrays():
+    import numba
+    from numba_mlir_gpu import inspect_mlir
+    from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
     from numba_mlir_gpu.memory import DeviceArrayType
     from .support import ours
-    import numba
-    backing = np.arange(8, dtype=np.float32)
-    fake = HostBackedCudaArray(backing)
+    fake = HostBackedCudaArray(np.arange(8, dtype=np.float32))
     assert isinstance(numba.typeof(fake), DeviceArrayType)
-    fn = ours(scale_in_place, "cpu")
-    assert fn(np.float32(3), fake) == 8
-    np.testing.assert_array_equal(backing, 3 * np.arange(8, dtype=np.float32))
+    with pytest.raises(UnsupportedConstructError, match="GPU arrays .* on the CPU target"):
+        ours(scale_in_place, "cpu")(np.float32(3), fake)
+    fn = ours(scale_in_place, "compile-only")
+    with pytest.raises(RuntimeError, match="compile-only"):
+        fn(np.float32(3), fake)
+    text = inspect_mlir(fn)
+    assert "memref.copy" not in text and "memref.alloc(" not in text   # used in place
+    with pytest.raises(RuntimeError, match="compile-only"):
+        fn(np.float32(3), np.arange(8, dtype=np.float32))
+    numpy_text = inspect_mlir(fn, fn.signatures[-1])
+    assert "memref.copy" in numpy_text                               # a host array is copied

@@ -6,6 +6,8 @@ from numba import prange
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
+from .support import TARGETS, check
+
 
 def slicing(a):
     return a[1:3]
@@ -76,15 +78,17 @@ def mismatched_shapes(a, b):
     return a + b
 
 
-def test_raise_reaches_python_with_its_message():
-    fn = numba_mlir_gpu.njit(target="cpu")(raising)
+@pytest.mark.parametrize("target", TARGETS)
+def test_raise_reaches_python_with_its_message(target):
+    fn = numba_mlir_gpu.njit(target=target)(raising)
     assert fn(-2) == -2
     with pytest.raises(ValueError, match="positive"):
         fn(3)
 
 
-def test_raise_inside_a_parallel_loop():
-    fn = numba_mlir_gpu.njit(target="cpu")(raising_in_prange)
+@pytest.mark.parametrize("target", TARGETS)
+def test_raise_inside_a_parallel_loop(target):
+    fn = numba_mlir_gpu.njit(target=target)(raising_in_prange)
     a = np.arange(5.0)
     fn(a)
     np.testing.assert_array_equal(a, 2 * np.arange(5.0))
@@ -92,8 +96,22 @@ def test_raise_inside_a_parallel_loop():
         fn(np.array([1.0, -1.0]))
 
 
-def test_shape_mismatch_in_array_expression_raises_like_numba():
-    fn = numba_mlir_gpu.njit(target="cpu")(mismatched_shapes)
+@pytest.mark.parametrize("target", TARGETS)
+def test_shape_mismatch_in_array_expression_raises_like_numba(target):
+    fn = numba_mlir_gpu.njit(target=target)(mismatched_shapes)
     np.testing.assert_array_equal(fn(np.ones(3), np.ones(3)), 2 * np.ones(3))
     with pytest.raises(AssertionError, match="Sizes of a, b do not match"):
         fn(np.ones(3), np.ones(4))
+
+
+def array_functions(a, b):
+    return np.min(a), a.max(), np.copy(b), np.sqrt(a * a + b * b) * np.sin(b), (a > 0.5).sum()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_numpy_functions_through_numba_implementations(target):
+    """np.min/max go through Numba's own jitted helpers (min_checker, ...)."""
+    a = np.linspace(0, 1, 1000)
+    check(array_functions, a, a[::-1].copy(), target=target)
+    with pytest.raises(ValueError, match="zero-size array"):
+        numba_mlir_gpu.njit(target=target)(array_functions)(np.empty(0), np.empty(0))

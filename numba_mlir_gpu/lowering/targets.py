@@ -23,6 +23,10 @@ class CPUStrategy:
     gpu = False
 
     def bind_array_argument(self, lw, value, ty, origin):
+        if isinstance(ty, DeviceArrayType):
+            raise UnsupportedConstructError(
+                f"GPU arrays ({ty}) on the CPU target (use the 'gpu' target, or copy the "
+                "array to the host)", lw.loc)
         return ArrayValue(value, ty, origin)
 
     def prologue(self, lw) -> None:
@@ -72,7 +76,7 @@ class GPUStrategy(CPUStrategy):
 
     def bind_array_argument(self, lw, value, ty, origin):
         if isinstance(ty, DeviceArrayType):
-            return ArrayValue(value, ty, origin)
+            return ArrayValue(value, ty, origin)      # used in place
         if ty.layout != "C":
             raise UnsupportedConstructError(
                 f"non-contiguous NumPy arrays ({ty}) on the GPU target", lw.loc)
