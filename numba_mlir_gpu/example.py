@@ -27,11 +27,15 @@ def main(n: int = 10**7) -> None:
     start = time.perf_counter()
     result = ours(np.float32(2.0), x, y)
     elapsed = time.perf_counter() - start
-    reference = numba.njit(saxpy_norm)(np.float32(2.0), x, y)
+    numba_cpu = numba.njit(saxpy_norm)(np.float32(2.0), x, y)
+    exact = np.sqrt(np.sum((2.0 * x.astype(np.float64) + y) ** 2))
     target = compiled_function(ours).target.name
-    print(f"saxpy_norm over {n} float32 on the {target} target: {result:.6g} "
-          f"(Numba CPU: {reference:.6g}); first call with compilation {elapsed:.2f} s")
-    assert np.isclose(result, reference, rtol=1e-5)
+    print(f"saxpy_norm over {n} float32 on the {target} target: {result:.7g} "
+          f"(Numba CPU: {numba_cpu:.7g}, float64 reference: {exact:.7g}); "
+          f"first call with compilation {elapsed:.2f} s")
+    # A float32 sum of 10^7 terms: a serial sum (Numba's CPU, our CPU target)
+    # drifts by ~0.4% here; the GPU's two-stage sum stays much closer.
+    assert np.isclose(result, exact, rtol=1e-2)
 
 
 if __name__ == "__main__":
