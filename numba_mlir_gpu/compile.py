@@ -44,6 +44,12 @@ class CompiledFunction:
         return self._ptx
 
 
+def cpu_threads() -> int:
+    """Numba's thread count (NUMBA_NUM_THREADS), which the CPU target follows."""
+    from numba.core import config
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
 def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
     if choice.name == "gpu":
         major, minor = cuda.compute_capability()
@@ -75,7 +81,7 @@ def compile_state(state) -> CompiledFunction:
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
         add_allocator(module, gpu=choice.builds_gpu_code)
-        pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline()
+        pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline(cpu_threads())
         run_pipeline(module, pipeline)
         lowered = str(module)
         ptx = extract_ptx(module) if options and options.format == "isa" else None

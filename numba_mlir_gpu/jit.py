@@ -92,6 +92,9 @@ def stream_synchronize_address() -> int:
     return ctypes.cast(lib.mgpuStreamSynchronize, ctypes.c_void_p).value
 
 
+_LIVE_ENGINES: list = []
+
+
 @dataclass
 class JitFunction:
     """A compiled entry point; keeps its engine (and so its code) alive."""
@@ -104,7 +107,7 @@ class JitFunction:
 
 
 def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3) -> JitFunction:
-    shared = list(_cuda_runtime_libs()) if gpu else []
+    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
     if gpu:
         array_destructor(True)     # load the runtime before the engine resolves symbols
     lowered = str(module)
@@ -112,8 +115,11 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3) -> JitFunct
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)
     except Exception as exc:   # the engine reports failures as plain RuntimeError
         raise MLIRCompilationError(f"MLIR ExecutionEngine failed: {exc}") from None
-    if gpu:
-        engine.initialize()        # global constructors load the GPU binaries
+    engine.initialize()   # global constructors: GPU binaries, the async runtime
+    # Engines are never destroyed (Numba never unloads code either): a
+    # destroyed engine calls the runtime libraries' destroy hooks, which tear
+    # down the async runtime that every other engine shares.
+    _LIVE_ENGINES.append(engine)
     address = engine.raw_lookup(name)
     if not address:
         raise MLIRCompilationError(f"symbol {name!r} not found in the JIT-ed module")

@@ -42,10 +42,16 @@ _TO_LLVM_COMMON = [
     "reconcile-unrealized-casts",
 ]
 
-def cpu_pipeline() -> list:
-    """Parallel loops run as they are (scf.parallel lowered to loops)."""
+def cpu_pipeline(threads: int) -> list:
+    """Parallel loops split into tasks for MLIR's async runtime (a thread
+    pool of `threads` workers); loops with reductions run serially."""
     return _DEALLOCATION + [precise_libm_calls, "builtin.module(" + ",".join([
         _AFTER_DEALLOCATION,
+        f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
+        "async-to-async-runtime",
+        "async-runtime-ref-counting",
+        "async-runtime-ref-counting-opt",
+        "convert-async-to-llvm",
         "convert-scf-to-cf",
         *_TO_LLVM_COMMON,
     ]) + ")"]

@@ -156,3 +156,20 @@ def test_parfors_become_parallel_loops():
     fn(np.float32(2), np.ones(8, np.float32), np.ones(8, np.float32))
     text = inspect_mlir(fn)
     assert text.count("scf.parallel") >= 1 and "scf.reduce" in text
+
+
+def test_cpu_parallel_loops_go_to_the_async_runtime():
+    """On the CPU target, parallel loops (reductions too) are split into
+    tasks of MLIR's async runtime thread pool (NUMBA_NUM_THREADS workers)."""
+    from numba_mlir_gpu import inspect_mlir
+    for fn, args in [(saxpy, (2.0, np.ones(8), np.ones(8))), (sum_reduction, (np.ones(8),))]:
+        dispatcher = ours(fn, "cpu")
+        dispatcher(*args)
+        assert "mlirAsyncRuntime" in inspect_mlir(dispatcher, stage="lowered")
+
+
+def test_cpu_reductions_are_deterministic():
+    x = np.random.default_rng(5).random(1_000_003)
+    fn = ours(sum_reduction, "cpu")
+    first = fn(x)
+    assert all(fn(x) == first for _ in range(5))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba.core import ir as nir
 from numba.parfors.parfor import Parfor
 
-from .._mlir import ir, memref, scf
+from .._mlir import arith, ir, memref, scf
 from ..memory import DeviceArrayType
 from .build import const_index
 from .errors import UnsupportedConstructError
@@ -42,7 +42,14 @@ class CPUStrategy:
         pass
 
     def parallel_loop(self, lw, trips, body, reductions) -> list:
-        """One N-d `scf.parallel`, reductions through `scf.reduce`."""
+        """One N-d `scf.parallel`; with reductions, contiguous chunks per
+        worker whose partials the host folds in order (deterministic, and
+        parallel: the async runtime does not split loops with scf.reduce)."""
+        if reductions:
+            total = product(trips)
+            partials = _chunked_partials(total, CPU_REDUCTION_CHUNKS, reductions,
+                                         lambda k, accs: body(delinearize(k, trips), accs))
+            return _fold_on_host(partials, CPU_REDUCTION_CHUNKS, reductions)
         n = len(trips)
         loop = scf.ParallelOp([r.mlir_type for r in reductions], [const_index(0)] * n, trips,
                               [const_index(1)] * n, [r.identity_value() for r in reductions])
@@ -57,7 +64,10 @@ class CPUStrategy:
         return list(loop.results)
 
 
-# Workers of the first reduction stage; each strides over the iteration space
+# CPU reductions: chunks folded by the async runtime's workers.
+CPU_REDUCTION_CHUNKS = 64
+
+# Workers of the first GPU reduction stage; each strides over the iteration space
 # (coalesced), then a second stage folds their partials in a fixed order, so
 # results are identical from run to run.
 REDUCTION_WORKERS = 65536
@@ -114,14 +124,37 @@ class GPUStrategy(CPUStrategy):
             return [red.combine(acc, load(k)) for red, acc, load in zip(reductions, accs, loads)]
         partials = _strided_partials(const_index(REDUCTION_WORKERS), REDUCTION_WORKERS_2,
                                      reductions, fold)
-        # The last few values are folded on the host, in order.
-        loop = scf.ForOp(const_index(0), const_index(REDUCTION_WORKERS_2), const_index(1),
-                         [r.identity_value() for r in reductions])
+        return _fold_on_host(partials, REDUCTION_WORKERS_2, reductions)
+
+
+def _fold_on_host(partials, count: int, reductions) -> list:
+    """The last few partial values, folded in order on the host."""
+    loop = scf.ForOp(const_index(0), const_index(count), const_index(1),
+                     [r.identity_value() for r in reductions])
+    with ir.InsertionPoint(loop.body):
+        j = loop.induction_variable
+        scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
+                     in zip(reductions, loop.inner_iter_args, partials)])
+    return list(loop.results)
+
+
+def _chunked_partials(total, chunks: int, reductions, step) -> list:
+    """Worker t folds the t-th contiguous chunk of iterations with
+    `step(k, accs)` into partial[t]; returns the partial buffers."""
+    partials = [memref.AllocOp(ir.MemRefType.get([chunks], r.mlir_type), [], []).result
+                for r in reductions]
+    size = arith.CeilDivUIOp(total, const_index(chunks)).result
+
+    def worker(t):
+        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
+        hi = arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
+        loop = scf.ForOp(lo, hi, const_index(1), [r.identity_value() for r in reductions])
         with ir.InsertionPoint(loop.body):
-            j = loop.induction_variable
-            scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
-                         in zip(reductions, loop.inner_iter_args, partials)])
-        return list(loop.results)
+            scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
+        for p, value in zip(partials, loop.results):
+            memref.StoreOp(value, p, [t])
+    _flat_parallel(const_index(chunks), worker)
+    return partials
 
 
 def _flat_parallel(total, body) -> None:
