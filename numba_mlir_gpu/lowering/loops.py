@@ -35,15 +35,19 @@ def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) 
     if lw.parallel_depth > 0:
         sequential_for(extents, body)
         return
-    total = product(extents)
+    lw.parallel_depth += 1
+    try:
+        flat_parallel(product(extents), lambda k: body(delinearize(k, extents)))
+    finally:
+        lw.parallel_depth -= 1
+
+
+def flat_parallel(total: ir.Value, body: Callable[[ir.Value], None]) -> None:
+    """A 1-d `scf.parallel` over [0, total) running `body(k)`."""
     loop = scf.ParallelOp([], [const_index(0)], [total], [const_index(1)], [])
-    block = loop.region.blocks.append(ir.IndexType.get())
+    block = loop.regions[0].blocks.append(ir.IndexType.get())
     with ir.InsertionPoint(block):
-        lw.parallel_depth += 1
-        try:
-            body(delinearize(block.arguments[0], extents))
-        finally:
-            lw.parallel_depth -= 1
+        body(block.arguments[0])
         scf.ReduceOp([], 0)
 
 

@@ -15,7 +15,7 @@ from .._mlir import arith, ir, memref, scf
 from ..memory import DeviceArrayType
 from .build import const_index
 from .errors import UnsupportedConstructError
-from .loops import delinearize, product
+from .loops import delinearize, flat_parallel, product
 from .values import ArrayValue
 
 
@@ -114,7 +114,7 @@ class GPUStrategy(CPUStrategy):
     def parallel_loop(self, lw, trips, body, reductions) -> list:
         total = product(trips)
         if not reductions:
-            _flat_parallel(total, lambda k: body(delinearize(k, trips), []))
+            flat_parallel(total, lambda k: body(delinearize(k, trips), []))
             return []
         partials = _strided_partials(total, REDUCTION_WORKERS, reductions,
                                      lambda k, accs: body(delinearize(k, trips), accs))
@@ -138,47 +138,36 @@ def _fold_on_host(partials, count: int, reductions) -> list:
     return list(loop.results)
 
 
-def _chunked_partials(total, chunks: int, reductions, step) -> list:
-    """Worker t folds the t-th contiguous chunk of iterations with
-    `step(k, accs)` into partial[t]; returns the partial buffers."""
-    partials = [memref.AllocOp(ir.MemRefType.get([chunks], r.mlir_type), [], []).result
-                for r in reductions]
-    size = arith.CeilDivUIOp(total, const_index(chunks)).result
-
-    def worker(t):
-        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
-        hi = arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
-        loop = scf.ForOp(lo, hi, const_index(1), [r.identity_value() for r in reductions])
-        with ir.InsertionPoint(loop.body):
-            scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
-        for p, value in zip(partials, loop.results):
-            memref.StoreOp(value, p, [t])
-    _flat_parallel(const_index(chunks), worker)
-    return partials
-
-
-def _flat_parallel(total, body) -> None:
-    loop = scf.ParallelOp([], [const_index(0)], [total], [const_index(1)], [])
-    block = loop.regions[0].blocks.append(ir.IndexType.get())
-    with ir.InsertionPoint(block):
-        body(block.arguments[0])
-        scf.ReduceOp([], 0)
-
-
-def _strided_partials(total, workers: int, reductions, step) -> list:
-    """Worker t folds iterations t, t+workers, ... with `step(k, accs)` and
-    stores its result in partial[t]; returns the partial buffers."""
+def _worker_partials(workers: int, reductions, span, step) -> list:
+    """Worker t folds the iterations `range(*span(t))` with `step(k, accs)`
+    into partial[t]; returns the partial buffers."""
     partials = [memref.AllocOp(ir.MemRefType.get([workers], r.mlir_type), [], []).result
                 for r in reductions]
 
     def worker(t):
-        loop = scf.ForOp(t, total, const_index(workers), [r.identity_value() for r in reductions])
+        loop = scf.ForOp(*span(t), [r.identity_value() for r in reductions])
         with ir.InsertionPoint(loop.body):
             scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
         for p, value in zip(partials, loop.results):
             memref.StoreOp(value, p, [t])
-    _flat_parallel(const_index(workers), worker)
+    flat_parallel(const_index(workers), worker)
     return partials
+
+
+def _chunked_partials(total, chunks: int, reductions, step) -> list:
+    """Contiguous chunks per worker (CPU caches)."""
+    size = arith.CeilDivUIOp(total, const_index(chunks)).result
+
+    def span(t):
+        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
+        return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result, const_index(1)
+    return _worker_partials(chunks, reductions, span, step)
+
+
+def _strided_partials(total, workers: int, reductions, step) -> list:
+    """Iterations t, t+workers, ... per worker (coalesced on the GPU)."""
+    return _worker_partials(workers, reductions,
+                            lambda t: (t, total, const_index(workers)), step)
 
 
 def written_arguments(func_ir) -> set[int]:
