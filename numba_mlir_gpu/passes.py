@@ -44,7 +44,8 @@ _TO_LLVM_COMMON = [
 
 def cpu_pipeline(threads: int) -> list:
     """Parallel loops split into tasks for MLIR's async runtime (a thread
-    pool of `threads` workers); loops with reductions run serially."""
+    pool of `threads` workers); reductions are chunked per worker first
+    (lowering/targets.py) since the runtime does not split scf.reduce loops."""
     return _DEALLOCATION + [precise_libm_calls, "builtin.module(" + ",".join([
         _AFTER_DEALLOCATION,
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",

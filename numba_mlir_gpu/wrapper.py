@@ -18,7 +18,7 @@ from numba.np.arrayobj import populate_array
 
 from .jit import JitFunction, array_destructor, stream_synchronize_address
 from .memory import DeviceArrayType
-from .lowering.types import flat_types
+from .lowering.types import flat_types, is_static
 from .lowering.values import ReturnPlan
 
 _I8P = llir.IntType(8).as_pointer()
@@ -119,8 +119,8 @@ class EntryCallLower(lowering.Lower):
             out += cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
             out += [builder.sdiv(s, llir.Constant(_I64, itemsize))
                     for s in cgutils.unpack_tuple(builder, ary.strides, ty.ndim)]
-        elif isinstance(ty, (types.NoneType, types.Omitted)):
-            return
+        elif is_static(ty):
+            return          # compile-time values: the MLIR entry has no parameter
         else:
             out.append(value)
 

@@ -117,3 +117,12 @@ def test_cache_true_is_refused_with_numbas_warning(monkeypatch, tmp_path):
     fn = numba_mlir_gpu.njit(target="cpu", cache=True)(double)
     with pytest.warns(NumbaWarning, match="Cannot cache"):
         np.testing.assert_array_equal(fn(np.ones(3)), 2 * np.ones(3))
+
+
+def test_compile_time_arguments_are_not_passed_to_mlir():
+    """A dtype class or a jitted function as an argument is a compile-time
+    value: the other arguments must still arrive intact."""
+    def cast_add(x, dtype, y):
+        return dtype(x) + y
+    fn = numba_mlir_gpu.njit(target="cpu")(cast_add)
+    assert fn(2.7, np.int32, 5) == numba.njit(cast_add)(2.7, np.int32, 5)

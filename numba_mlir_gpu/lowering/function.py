@@ -284,6 +284,8 @@ class FunctionLowerer:
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
+            if isinstance(callee.obj, types.NumberClass) and len(args) == 1:
+                return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
             if isinstance(callee.obj, type) and issubclass(callee.obj, BaseException):
                 return PyValue(ExceptionValue(callee.obj, tuple(
                     a.obj if isinstance(a, PyValue) else "<value computed at run time>"
