@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ._libs import runtime_library
 from ._mlir import ExecutionEngine, ir, passmanager

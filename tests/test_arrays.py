@@ -116,7 +116,6 @@ def many_allocs(n):
 
 def test_temporaries_are_freed():
     """Arrays allocated and dropped in a loop must not accumulate."""
-    import numba
     from .support import ours
     fn = ours(many_allocs, "cpu")
     fn(10)

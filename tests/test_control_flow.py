@@ -1,5 +1,4 @@
 """if/elif/else, for over range, while, break, continue."""
-import numpy as np
 import pytest
 
 from .support import TARGETS, check

@@ -1,6 +1,5 @@
 """Scalar arithmetic with Numba's semantics, differentially against njit."""
 import math
-import operator
 
 import numpy as np
 import pytest
@@ -163,7 +162,7 @@ MATH_UNARY = ["sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh
 
 def _math_fn(name):
     fn = getattr(math, name)
-    return eval(f"lambda x: fn(x)", {"fn": fn})
+    return eval("lambda x: fn(x)", {"fn": fn})
 
 
 @pytest.mark.parametrize("target", TARGETS)

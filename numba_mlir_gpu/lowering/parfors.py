@@ -19,7 +19,7 @@ from numba.core import types
 from numba.core.ir_utils import get_definition, guard
 from numba.parfors.parfor import Parfor
 
-from .._mlir import arith, cf, ir, memref, scf
+from .._mlir import arith, cf, ir, scf
 from .build import cmpf, cmpi, const, const_i64, select, to_i64, to_index
 from .casts import cast
 from .errors import UnsupportedConstructError
