@@ -47,9 +47,14 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
 
 
 def _accepts(py_func, nargs: int) -> bool:
+    """Whether `py_func` takes exactly `nargs` plain arguments (Numba passes
+    *args as one tuple, which the flat call here does not build)."""
     import inspect
+    signature = inspect.signature(py_func)
+    if any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
+        return False
     try:
-        inspect.signature(py_func).bind(*range(nargs))
+        signature.bind(*range(nargs))
     except TypeError:
         return False
     return True

@@ -5,6 +5,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from numba.core import types
+from numba.core.errors import NumbaError
 
 from .._mlir import ir
 from .errors import UnsupportedConstructError
@@ -47,7 +48,13 @@ class ModuleLowering:
             raise UnsupportedConstructError(f"recursive calls ({py_func.__qualname__})", loc)
         self._in_progress.add(key)
         try:
-            state = typed_ir(py_func, argtypes, self.typingctx, self.targetctx)
+            try:
+                state = typed_ir(py_func, argtypes, self.typingctx, self.targetctx)
+            except (TypeError, NumbaError) as exc:
+                first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise UnsupportedConstructError(
+                    f"compiling the implementation {py_func.__qualname__} ({first_line})",
+                    loc) from None
             name = f"{py_func.__name__}_{len(self.callees)}_{'k' if in_kernel else 'h'}"
             lowerer = FunctionLowerer(state, self, name, entry=False,
                                       parallel_depth=1 if in_kernel else 0)
