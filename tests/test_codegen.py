@@ -9,6 +9,8 @@ import numba_mlir_gpu
 from numba_mlir_gpu import compiled_function, inspect_mlir, inspect_ptx
 from numba_mlir_gpu.wrapper import CompileOnlyError
 
+from .test_prange import sum_reduction
+
 
 def two_loops(x, y):
     out = np.empty_like(x)
@@ -18,13 +20,6 @@ def two_loops(x, y):
     for i in prange(n):      # reads across iterations: not fused with the first
         y[i] = out[n - 1 - i] + np.sqrt(y[i])
     return out
-
-
-def reduction(x):
-    s = 0.0
-    for i in prange(x.shape[0]):
-        s += x[i]
-    return s
 
 
 def compile_only(fn, *args):
@@ -64,7 +59,7 @@ def test_float32_sqrt_and_division_are_ieee_in_ptx():
 
 
 def test_reduction_kernels_are_deterministic_two_stage():
-    fn = compile_only(reduction, np.ones(16))
+    fn = compile_only(sum_reduction, np.ones(16))
     ptx = all_ptx(fn)
     assert len(entries(ptx)) == 2          # per-thread partials, then their fold
     assert "atom" not in ptx               # no atomics: same result every run

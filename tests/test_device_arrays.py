@@ -6,6 +6,8 @@ from numba import prange
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
+from .test_prange import sum_reduction
+
 pytestmark = pytest.mark.gpu
 
 
@@ -19,13 +21,6 @@ def scaled_copy(a, x):
     for i in prange(x.shape[0]):
         out[i] = a * x[i]
     return out
-
-
-def total(x):
-    s = 0.0
-    for i in prange(x.shape[0]):
-        s += x[i]
-    return s
 
 
 def host_read(x):
@@ -74,7 +69,7 @@ def test_new_array_from_device_input(cp):
 
 def test_reduction_on_device_array_is_deterministic(cp):
     x = cp.asarray(np.random.default_rng(0).random(1 << 22))
-    fn = gpu_fn(total)
+    fn = gpu_fn(sum_reduction)
     first = fn(x)
     assert all(fn(x) == first for _ in range(5))
     np.testing.assert_allclose(first, float(x.sum()), rtol=1e-12)

@@ -45,6 +45,8 @@ class FunctionErrors:
         self.block: Optional[ir.Block] = None        # ^error(%status: i32)
         self.pending: list[ir.Value] = []            # statuses to check after a statement
         self.flag: Optional[ir.Value] = None         # memref<i32> inside parallel loops
+        self._anchor: Optional[ir.Operation] = None  # op before which the flag is made
+        self._on_device = False
 
     def error_block(self) -> ir.Block:
         if self.block is None:
@@ -100,9 +102,6 @@ class FunctionErrors:
         if flag is not None:
             status = memref.LoadOp(flag, []).result
             self.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
-
-    _anchor: Optional[ir.Operation] = None
-    _on_device = False
 
     def _require_flag(self, lw) -> ir.Value:
         if self.flag is None:
