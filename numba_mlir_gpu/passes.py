@@ -108,7 +108,7 @@ def barriers_from_markers(module) -> None:
     so the lowering emits an opaque call and this runs after deallocation."""
     from ._mlir import gpu, ir
     from .lowering.gpureduce import BARRIER_MARKER
-    calls, declarations = [], []
+    calls = []
 
     def visit(op):
         if op.name == "func.call" and \
@@ -120,12 +120,9 @@ def barriers_from_markers(module) -> None:
         with ir.InsertionPoint(op), op.location:
             gpu.BarrierOp()
         op.erase()
-    for op in module.body.operations:
-        if op.name == "func.func" and \
-                ir.StringAttr(op.attributes["sym_name"]).value == BARRIER_MARKER:
-            declarations.append(op)
-    for op in declarations:
-        op.erase()
+    symbols = ir.SymbolTable(module.operation)
+    if BARRIER_MARKER in symbols:
+        symbols[BARRIER_MARKER].operation.erase()
 
 
 def ieee_sqrt_in_kernels(module) -> None:

@@ -184,10 +184,8 @@ def _barrier() -> None:
 
 
 def _declare_barrier_marker(module: ir.Module) -> None:
-    for op in module.body.operations:
-        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value \
-                == BARRIER_MARKER:
-            return
+    if BARRIER_MARKER in ir.SymbolTable(module.operation):
+        return
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
         decl = func.FuncOp(BARRIER_MARKER, ir.FunctionType.get([], []))
         decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
