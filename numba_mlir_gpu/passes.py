@@ -79,6 +79,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
         f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={o.threads_per_block} "
         "no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
         "canonicalize,cse)",
+        # outlining passes values from outside a launch as kernel parameters:
+        # constants sunk into the launch first stay constants in the kernel
+        "gpu-launch-sink-index-computations",
         "gpu-kernel-outlining",
     ]) + ")"
     compile_ = "builtin.module(" + ",".join([
@@ -94,7 +97,32 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "cse",
         "reconcile-unrealized-casts",
     ]) + ")"
-    return _DEALLOCATION + [outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_]
+    return _DEALLOCATION + [barriers_from_markers, outline, ieee_sqrt_in_kernels,
+                            precise_libm_calls, compile_]
+
+
+def barriers_from_markers(module) -> None:
+    """Calls of the barrier marker (lowering/gpureduce.py) -> gpu.barrier.
+
+    Buffer deallocation refuses gpu.barrier (it declares no memory effects),
+    so the lowering emits an opaque call and this runs after deallocation."""
+    from ._mlir import gpu, ir
+    from .lowering.gpureduce import BARRIER_MARKER
+    calls = []
+
+    def visit(op):
+        if op.name == "func.call" and \
+                ir.FlatSymbolRefAttr(op.attributes["callee"]).value == BARRIER_MARKER:
+            calls.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in calls:
+        with ir.InsertionPoint(op), op.location:
+            gpu.BarrierOp()
+        op.erase()
+    symbols = ir.SymbolTable(module.operation)
+    if BARRIER_MARKER in symbols:
+        symbols[BARRIER_MARKER].operation.erase()
 
 
 def ieee_sqrt_in_kernels(module) -> None:

@@ -15,6 +15,7 @@ from .._mlir import arith, ir, memref, scf
 from ..memory import DeviceArrayType
 from .build import const_index
 from .errors import UnsupportedConstructError
+from .gpureduce import tree_reduce
 from .loops import delinearize, flat_parallel, product
 from .values import ArrayValue
 
@@ -67,13 +68,6 @@ class CPUStrategy:
 # CPU reductions: chunks folded by the async runtime's workers.
 CPU_REDUCTION_CHUNKS = 64
 
-# Workers of the first GPU reduction stage; each strides over the iteration space
-# (coalesced), then a second stage folds their partials in a fixed order, so
-# results are identical from run to run.
-REDUCTION_WORKERS = 65536
-REDUCTION_WORKERS_2 = 256
-
-
 class GPUStrategy(CPUStrategy):
     gpu = True
 
@@ -116,15 +110,8 @@ class GPUStrategy(CPUStrategy):
         if not reductions:
             flat_parallel(total, lambda k: body(delinearize(k, trips), []))
             return []
-        partials = _strided_partials(total, REDUCTION_WORKERS, reductions,
-                                     lambda k, accs: body(delinearize(k, trips), accs))
-        loads = [(lambda j, p=p: memref.LoadOp(p, [j]).result) for p in partials]
-
-        def fold(k, accs):
-            return [red.combine(acc, load(k)) for red, acc, load in zip(reductions, accs, loads)]
-        partials = _strided_partials(const_index(REDUCTION_WORKERS), REDUCTION_WORKERS_2,
-                                     reductions, fold)
-        return _fold_on_host(partials, REDUCTION_WORKERS_2, reductions)
+        return tree_reduce(lw.mlower.module, total, reductions,
+                           lambda k, accs: body(delinearize(k, trips), accs))
 
 
 def _fold_on_host(partials, count: int, reductions) -> list:
@@ -162,12 +149,6 @@ def _chunked_partials(total, chunks: int, reductions, step) -> list:
         lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
         return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result, const_index(1)
     return _worker_partials(chunks, reductions, span, step)
-
-
-def _strided_partials(total, workers: int, reductions, step) -> list:
-    """Iterations t, t+workers, ... per worker (coalesced on the GPU)."""
-    return _worker_partials(workers, reductions,
-                            lambda t: (t, total, const_index(workers)), step)
 
 
 def written_arguments(func_ir) -> set[int]:
