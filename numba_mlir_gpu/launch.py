@@ -1,0 +1,182 @@
+"""How parallel loops become kernel launches (GPU pipeline stages).
+
+`TileParallelLoops` replaces upstream's scf-parallel-loop-tiling: each outermost
+1-d `scf.parallel` becomes blocks x threads, and each thread runs
+`elements` iterations, `threads` apart (so every copy of a load is coalesced
+across the warp). The copies of a straight-line body are interleaved op by op,
+so a thread has `elements` independent loads in flight instead of one; prange
+promises that iterations are independent, so the order between copies is free.
+A block whose iterations are all in range runs the copies unguarded; only
+the last block checks bounds, one iteration at a time.
+
+`launch_on_default_stream` gives every synchronous `gpu.launch_func` the
+default stream and synchronizes it after the launch. Without it the LLVM
+translation creates and destroys a CUDA stream around every launch (~20 us).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._mlir import arith, gpu, ir, llvm, scf
+
+
+@dataclass(frozen=True)
+class TileParallelLoops:
+    threads: int = 256
+    elements: int = 4
+
+    def __call__(self, module) -> None:
+        loops = []
+
+        def visit(op):
+            if op.name == "scf.parallel" and not _nested_in_parallel(op):
+                loops.append(op)
+            return ir.WalkResult.ADVANCE
+        module.operation.walk(visit)
+        for loop in loops:
+            self.tile(loop)
+
+    def tile(self, loop: ir.Operation) -> None:
+        if len(loop.operands) != 3 or len(loop.results) != 0:
+            return      # n-d or with reductions: never emitted for the GPU; left untiled
+        lower, upper, step = loop.operands
+        body = loop.regions[0].blocks[0]
+        ops = [op for op in body.operations][:-1]           # without scf.reduce
+        elements = self.elements if _straight_line(ops) else 1
+        with ir.InsertionPoint(loop), loop.location:
+            trips = arith.CeilDivUIOp(arith.SubIOp(upper, lower).result, step).result
+            tile = _index(self.threads * elements)
+            blocks = arith.CeilDivUIOp(trips, tile).result
+            outer, b = _parallel(blocks)
+            with ir.InsertionPoint(outer):
+                inner, t = _parallel(_index(self.threads))
+                with ir.InsertionPoint(inner):
+                    first = arith.AddIOp(arith.MulIOp(b, tile).result, t).result
+
+                    def iteration(k):
+                        return arith.AddIOp(lower, arith.MulIOp(k, step).result).result
+
+                    def nth(u):
+                        return arith.AddIOp(first, _index(u * self.threads)).result \
+                            if u else first
+                    if elements == 1:
+                        _guarded(nth(0), trips, lambda k: _clone_body(
+                            ops, body.arguments[0], [iteration(k)]))
+                    else:
+                        end = arith.MulIOp(arith.AddIOp(b, _index(1)).result, tile).result
+                        full = arith.CmpIOp(arith.CmpIPredicate.ule, end, trips).result
+                        branch = scf.IfOp(full, [], has_else=True)
+                        with ir.InsertionPoint(branch.then_block):
+                            _clone_body(ops, body.arguments[0],
+                                        [iteration(nth(u)) for u in range(elements)])
+                            scf.YieldOp([])
+                        with ir.InsertionPoint(branch.else_block):
+                            tail = scf.ForOp(_index(0), _index(elements), _index(1))
+                            with ir.InsertionPoint(tail.body):
+                                u = tail.induction_variable
+                                k = arith.AddIOp(
+                                    first, arith.MulIOp(u, _index(self.threads)).result).result
+                                _guarded(k, trips, lambda k: _clone_body(
+                                    ops, body.arguments[0], [iteration(k)]))
+                                scf.YieldOp([])
+                            scf.YieldOp([])
+                    scf.ReduceOp([], 0)
+                scf.ReduceOp([], 0)
+        loop.erase()
+
+
+def _index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def _parallel(upper: ir.Value):
+    """A 1-d scf.parallel over [0, upper); returns it (as an insertion
+    point, before its terminator-to-be) and its induction variable."""
+    loop = scf.ParallelOp([], [_index(0)], [upper], [_index(1)], [])
+    block = loop.regions[0].blocks.append(ir.IndexType.get())
+    return block, block.arguments[0]
+
+
+def _guarded(k: ir.Value, trips: ir.Value, emit) -> None:
+    inside = arith.CmpIOp(arith.CmpIPredicate.ult, k, trips).result
+    branch = scf.IfOp(inside, [])
+    with ir.InsertionPoint(branch.then_block):
+        emit(k)
+        scf.YieldOp([])
+
+
+def _clone_body(ops: list, old_iv: ir.Value, ivs: list) -> None:
+    """One copy of `ops` per induction value in `ivs`, interleaved op by op:
+    op j of every copy before op j+1 of any."""
+    maps = [{old_iv: iv} for iv in ivs]
+    for op in ops:
+        for mapping in maps:
+            new = op.clone()
+            _remap(new, mapping)
+            for old, value in zip(op.results, new.results):
+                mapping[old] = value
+
+
+def _remap(op: ir.Operation, mapping: dict) -> None:
+    """Uses of the original body's values inside a clone (nested ops too)."""
+    def visit(inner):
+        for i, value in enumerate(inner.operands):
+            if value in mapping:
+                inner.operands[i] = mapping[value]
+        return ir.WalkResult.ADVANCE
+    op.walk(visit)
+
+
+def _straight_line(ops: list) -> bool:
+    return all(len(op.regions) == 0 for op in ops)
+
+
+def _nested_in_parallel(op: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == "scf.parallel":
+            return True
+        parent = parent.parent
+    return False
+
+
+def launch_on_default_stream(module) -> None:
+    """Synchronous launches -> launches on the default stream, then
+    `mgpuStreamSynchronize(NULL)`: same ordering, no stream per launch."""
+    launches = []
+
+    def visit(op):
+        if op.name == "gpu.launch_func" and not _has_stream(op):
+            launches.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    if not launches:
+        return
+    ptr = ir.Type.parse("!llvm.ptr")
+    with ir.InsertionPoint(module.body), ir.Location.unknown():
+        if "mgpuStreamSynchronize" not in _symbols(module):
+            llvm.LLVMFuncOp("mgpuStreamSynchronize", ir.TypeAttr.get(
+                ir.Type.parse("!llvm.func<void (ptr)>")))
+    for op in launches:
+        view = op.opview
+        with ir.InsertionPoint(op), op.location:
+            stream = llvm.ZeroOp(ptr).result
+            gpu.LaunchFuncOp(
+                list(ir.SymbolRefAttr(view.kernel).value),
+                (view.gridSizeX, view.gridSizeY, view.gridSizeZ),
+                (view.blockSizeX, view.blockSizeY, view.blockSizeZ),
+                list(view.kernelOperands),
+                dynamic_shared_memory_size=view.dynamicSharedMemorySize,
+                async_object=stream)
+            llvm.CallOp(None, [stream], [], [], callee="mgpuStreamSynchronize")
+        op.erase()
+
+
+def _has_stream(op: ir.Operation) -> bool:
+    view = op.opview
+    return view.asyncObject is not None or len(op.results) > 0
+
+
+def _symbols(module) -> set:
+    return {op.attributes["sym_name"].value for op in module.body.operations
+            if "sym_name" in op.attributes}
