@@ -317,7 +317,7 @@ def host_arrays(env: Env, size: int) -> dict:
 
 
 VARIANT_CASES = ("elementwise_f32", "elementwise_f64", "fused_prange", "stencil5_2d",
-                 "black_scholes", "mandelbrot")
+                 "black_scholes")
 
 
 def launch_variants(env: Env, shapes: list[str], all_cases: list[Case], copy_gbps: float) -> list:
@@ -572,7 +572,7 @@ def main(argv=None) -> dict:
     if env.gpu:
         results["host_arrays"] = host_arrays(env, 1 << 26)
         if args.variants:
-            results["variants"] = launch_variants(env, args.variants.split(","), selected,
+            results["variants"] = launch_variants(env, args.variants.split(","), cases(),
                                                   results["copy"]["GBps"])
     results["targets"] = targets(results)
     table = save(results, args.out)
