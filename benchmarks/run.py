@@ -31,9 +31,6 @@ ENV_LAUNCH = getattr(numba_mlir_gpu.passes, "ENV_LAUNCH", "NUMBA_MLIR_GPU_LAUNCH
 
 from .cases import Case, cases, cupy_kernels, tiny
 
-COMMAND = "source .gpu/setup.sh && python3 -m benchmarks.run --out docs/benchmarks"
-
-
 # ---------------------------------------------------------------- timers
 
 def _summary(seconds: list) -> dict:
@@ -175,19 +172,12 @@ def run_case(env: Env, case: Case, size: int, kernels: dict, seed: int = 0) -> d
            "notes": case.notes, "cupy_label": case.cupy_label}
 
     # numba-mlir-gpu: first call (compilation included), check, then time
-    ours = ours_njit(case.fn, env.target)
-    dev_args = env.to_device(host_args)
-    t0 = time.perf_counter()
-    returned = ours(*dev_args)
-    if env.gpu:
-        env.cp.cuda.Device().synchronize()
-    row["ours_first_call_s"] = time.perf_counter() - t0
-    got = [env.to_host(v) for v in results_of(case, dev_args, returned)]
-    row["ours_rel_error"] = max(rel_error(g, r) for g, r in zip(got, ref))
-    row["ours_correct"] = row["ours_rel_error"] <= max(case.tol, 0.0) or (
-        case.tol == 0.0 and row["ours_rel_error"] == 0.0)
-    row["ours"] = env.time_ours(lambda: ours(*dev_args))
-    del dev_args, returned
+    try:
+        _run_ours(env, case, host_args, ref, row)
+    except Exception as exc:        # e.g. UnsupportedConstructError: reported, not fatal
+        row["ours_error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+        print(f"{case.name}: ours failed: {row['ours_error']}", flush=True)
+    env.free()
 
     if env.gpu and case.cupy is not None and "cupy" not in env.skip:
         cargs = env.to_device(host_args)
@@ -212,9 +202,33 @@ def run_case(env: Env, case: Case, size: int, kernels: dict, seed: int = 0) -> d
     for impl in ("ours", "cupy", "numba_parallel", "numpy"):
         if impl in row:
             row[impl]["rate"] = rate(kind, amount, row[impl]["median_s"])
-    if "cupy" in row:
+    if "cupy" in row and "ours" in row:
         row["ours_vs_cupy"] = row["cupy"]["median_s"] / row["ours"]["median_s"]
     return row
+
+
+def _run_ours(env: Env, case: Case, host_args: tuple, ref: list, row: dict,
+              dev_args: Optional[tuple] = None) -> None:
+    ours = ours_njit(case.fn, env.target)
+    if dev_args is None:
+        dev_args = env.to_device(host_args)
+    t0 = time.perf_counter()
+    returned = ours(*dev_args)
+    if env.gpu:
+        env.cp.cuda.Device().synchronize()
+    row["ours_first_call_s"] = time.perf_counter() - t0
+    got = [env.to_host(v) for v in results_of(case, dev_args, returned)]
+    row["ours_rel_error"] = max(rel_error(g, r) for g, r in zip(got, ref))
+    row["ours_correct"] = row["ours_rel_error"] <= case.tol
+    row["ours"] = env.time_ours(lambda: ours(*dev_args))
+
+
+def _first_line(exc: Exception) -> str:
+    import re
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    useful = [line for line in lines if "does not support" in line or "Unsupported" in line]
+    return (useful or lines or [""])[0][:200]
 
 
 def _shape_of(args: tuple) -> str:
@@ -321,29 +335,39 @@ VARIANT_CASES = ("elementwise_f32", "elementwise_f64", "fused_prange", "stencil5
 
 
 def launch_variants(env: Env, shapes: list[str], all_cases: list[Case], copy_gbps: float) -> list:
-    """The same cases compiled with other launch shapes ($NUMBA_MLIR_GPU_LAUNCH)."""
+    """The same cases compiled with other launch shapes ($NUMBA_MLIR_GPU_LAUNCH);
+    inputs made once per case."""
     rows = []
     saved = os.environ.get(ENV_LAUNCH)
-    skip = set(env.skip)
-    env.skip |= {"cupy", "numba", "numpy"}
     try:
-        for shape in shapes:
-            os.environ[ENV_LAUNCH] = shape
-            for case in all_cases:
-                if case.name not in VARIANT_CASES:
+        for case in all_cases:
+            if case.name not in VARIANT_CASES:
+                continue
+            host_args = case.make(np.random.default_rng(0), case.gpu_size)
+            ref = reference(case, host_args)
+            kind, amount = work_of(case, host_args, ref)
+            dev_args = env.to_device(host_args)
+            for shape in shapes:
+                os.environ[ENV_LAUNCH] = shape
+                row = {}
+                try:
+                    _run_ours(env, case, host_args, ref, row, dev_args)
+                except Exception as exc:
+                    print(f"variant {shape} {case.name}: {_first_line(exc)}", flush=True)
                     continue
-                row = run_case(env, case, case.gpu_size, {})
-                rows.append({"shape": shape, "case": case.name,
-                             "median_s": row["ours"]["median_s"], "rate": row["ours"]["rate"],
-                             "min_s": row["ours"]["min_s"], "max_s": row["ours"]["max_s"],
-                             "copy_fraction": row["ours"]["rate"] / copy_gbps
-                             if row["work"] == "bytes" else None,
+                t = row["ours"]
+                gbps = rate(kind, amount, t["median_s"])
+                rows.append({"shape": shape, "case": case.name, "median_s": t["median_s"],
+                             "min_s": t["min_s"], "max_s": t["max_s"], "rate": gbps,
+                             "copy_fraction": gbps / copy_gbps if kind == "bytes" else None,
                              "correct": row["ours_correct"],
                              "first_call_s": row["ours_first_call_s"]})
-                print(f"variant {shape:8s} {case.name:16s} {row['ours']['median_s']*1e3:9.3f} ms "
-                      f"{row['ours']['rate']:8.1f} correct={row['ours_correct']}", flush=True)
+                print(f"variant {shape:8s} {case.name:16s} {t['median_s']*1e3:9.3f} ms "
+                      f"(min {t['min_s']*1e3:.3f}) {gbps:8.1f} correct={row['ours_correct']}",
+                      flush=True)
+            del dev_args
+            env.free()
     finally:
-        env.skip = skip
         if saved is None:
             os.environ.pop(ENV_LAUNCH, None)
         else:
@@ -364,26 +388,29 @@ def targets(results: dict) -> list[dict]:
         return out
     for c in ("elementwise_f32", "elementwise_f64"):
         r = rows.get(c)
-        if r and "cupy" in r:
+        if r and "cupy" in r and "ours" in r:
             frac = r["ours"]["rate"] / copy
             add(f"{c}: >= 90% of D2D copy bandwidth", frac, frac >= 0.9, f"{frac:.0%}")
             add(f"{c}: not slower than CuPy ElementwiseKernel", r["ours_vs_cupy"],
                 r["ours_vs_cupy"] >= 1.0, f"{r['ours_vs_cupy']:.2f}x")
     for c in ("fused_expr", "fused_prange"):
         r = rows.get(c)
-        if r and "cupy" in r:
+        if r and "ours_error" in r:
+            add(f"{c}: >= 2x CuPy unfused operators", None, False, "unsupported on device arrays")
+        elif r and "cupy" in r:
             add(f"{c}: >= 2x CuPy unfused operators", r["ours_vs_cupy"],
                 r["ours_vs_cupy"] >= 2.0, f"{r['ours_vs_cupy']:.2f}x")
     for c in ("sum_f32", "max_f32"):
         r = rows.get(c)
-        if r and "cupy" in r:
+        if r and "cupy" in r and "ours" in r:
             add(f"{c}: >= 90% of CuPy", r["ours_vs_cupy"], r["ours_vs_cupy"] >= 0.9,
                 f"{r['ours_vs_cupy']:.2f}x")
     lat = results.get("call_latency", {}).get("ours")
     if lat is not None:
         add("call overhead of a tiny function on device arrays <= 10 us", lat, lat <= 10e-6,
             f"{lat * 1e6:.1f} us")
-    worst = max(r["ours_first_call_s"] for r in results["cases"])
+    firsts = [r["ours_first_call_s"] for r in results["cases"] if "ours_first_call_s" in r]
+    worst = max(firsts, default=math.inf)
     add("first-call compile < 2 s for each benchmark function", worst, worst < 2.0,
         f"max {worst:.2f} s")
     return out
@@ -400,7 +427,8 @@ def _rate(t: Optional[dict], unit: str) -> str:
 
 
 def markdown(results: dict) -> str:
-    lines = [f"Device: {results['device']}; {results['host']}. "
+    lines = [f"Command: `{results['command']}`", "",
+             f"Device: {results['device']}; {results['host']}. "
              f"numba {results['versions']['numba']}, numpy {results['versions']['numpy']}"
              + (f", CuPy {results['versions']['cupy']}" if results["versions"].get("cupy") else "")
              + ".", ""]
@@ -418,6 +446,12 @@ def markdown(results: dict) -> str:
     copy = results.get("copy", {}).get("GBps")
     for r in results["cases"]:
         unit = "GB/s" if r["work"] == "bytes" else "GFLOP/s"
+        if "ours" not in r:
+            lines.append(f"| {r['case']} | {r['size']} | — | — | {_ms(r.get('cupy'))} | "
+                         f"{r['cupy_label'] if 'cupy' in r else '—'} | — | — | "
+                         f"{_ms(r.get('numba_parallel'))} | {_ms(r.get('numpy'))} | — | "
+                         f"not supported: {r['ours_error']} |")
+            continue
         frac = (f"{r['ours']['rate'] / copy:.0%}" if copy and r["work"] == "bytes" else "—")
         vs = f"{r['ours_vs_cupy']:.2f}x" if "ours_vs_cupy" in r else "—"
         err = f"{r['ours_rel_error']:.1e}" + ("" if r["ours_correct"] else " **WRONG**")
@@ -515,7 +549,7 @@ def parse(argv) -> argparse.Namespace:
         except ImportError:
             a.target = "cpu"
     a.size = a.size or ("gpu" if a.target == "gpu" else "tiny")
-    a.reps = a.reps or (20 if a.size == "gpu" else 2)
+    a.reps = a.reps or (15 if a.size == "gpu" else 2)
     a.skip = [s for s in a.skip.split(",") if s]
     return a
 
@@ -536,7 +570,7 @@ def main(argv=None) -> dict:
         warnings.simplefilter("ignore", numba_mlir_gpu.NoGPUWarning)
     selected = [c for c in cases() if not args.cases or c.name in args.cases.split(",")]
     results = {"gpu": env.gpu, "target": args.target, "size": args.size,
-               "command": COMMAND if env.gpu else "python -m benchmarks.run " + " ".join(
+               "command": "python3 -m benchmarks.run " + " ".join(
                    argv if argv is not None else sys.argv[1:]),
                "host": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
                        f"Numba threads {numba.config.NUMBA_NUM_THREADS}",
@@ -561,16 +595,18 @@ def main(argv=None) -> dict:
         row = run_case(env, case, case.gpu_size if args.size == "gpu" else case.tiny_size,
                        kernels)
         results["cases"].append(row)
-        print(f"{case.name:16s} ours {row['ours']['median_s']*1e3:9.3f} ms "
-              f"{'' if row['ours_correct'] else 'WRONG '}"
-              f"vs cupy {row.get('ours_vs_cupy', float('nan')):.2f}x "
-              f"first call {row['ours_first_call_s']:.2f} s  ({time.perf_counter()-t0:.1f} s)",
-              flush=True)
+        if "ours" in row:
+            print(f"{case.name:16s} ours {row['ours']['median_s']*1e3:9.3f} ms "
+                  f"{'' if row['ours_correct'] else 'WRONG '}"
+                  f"vs cupy {row.get('ours_vs_cupy', float('nan')):.2f}x "
+                  f"first call {row['ours_first_call_s']:.2f} s  ({time.perf_counter()-t0:.1f} s)",
+                  flush=True)
         save(results, args.out)          # partial results survive a time limit
     results["call_latency"] = call_latency(env, calls=200 if env.gpu else 20,
                                            batches=15 if env.gpu else 3)
     if env.gpu:
         results["host_arrays"] = host_arrays(env, 1 << 26)
+        save(results, args.out)
         if args.variants:
             results["variants"] = launch_variants(env, args.variants.split(","), cases(),
                                                   results["copy"]["GBps"])

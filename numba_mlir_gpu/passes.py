@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .deallocation import lower_general_deallocs
-from .launch import TileParallelLoops, launch_on_default_stream
+from .launch import TileParallelLoops, launch_on_module_stream
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
 # array that is not returned (returned arrays are owned by the caller). This
@@ -117,7 +117,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
     return _DEALLOCATION + [prepare, tile, outline, ieee_sqrt_in_kernels, precise_libm_calls,
-                            compile_, launch_on_default_stream]
+                            compile_, launch_on_module_stream]
 
 
 def ieee_sqrt_in_kernels(module) -> None:

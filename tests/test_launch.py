@@ -12,7 +12,7 @@ from numba_mlir_gpu import inspect_mlir
 from numba_mlir_gpu.passes import ENV_LAUNCH
 
 from .support import TARGETS, check
-from .test_codegen import all_ptx, compile_only
+from .test_codegen import all_ptx, compile_only, two_loops
 
 # 256 threads x 4 iterations: one block covers 1024; sizes around both edges
 SIZES = [1, 7, 255, 256, 257, 1023, 1024, 1025, 3 * 1024 + 5]
@@ -103,10 +103,12 @@ def test_launch_shape_from_the_environment(monkeypatch):
         compile_only(axpy, np.float32(2), x, x, x.copy())
 
 
-def test_launches_use_the_default_stream():
-    x = np.ones(16, np.float32)
-    lowered = inspect_mlir(compile_only(axpy, np.float32(2), x, x, x.copy()), stage="lowered")
-    launch = next(line for line in lowered.splitlines() if "gpu.launch_func" in line)
-    # an explicit stream operand (the null pointer), so no stream is created per launch
-    assert re.search(r"gpu\.launch_func\s+<%\w+ : !llvm\.ptr>", launch)
-    assert "mgpuStreamSynchronize" in lowered and "mgpuStreamCreate" not in lowered
+def test_launches_share_one_stream_per_module():
+    lowered = inspect_mlir(compile_only(two_loops, np.ones(16), np.ones(16)), stage="lowered")
+    launches = [line for line in lowered.splitlines() if "gpu.launch_func" in line]
+    assert len(launches) == 2
+    # each launch names its stream, so the LLVM translation creates none around it
+    assert all(re.search(r"gpu\.launch_func\s+<%\w+ : !llvm\.ptr>", line) for line in launches)
+    assert lowered.count("llvm.call @mgpuStreamCreate") == 1       # made once, then kept
+    assert lowered.count("llvm.call @mgpuStreamSynchronize") == 2  # after each launch
+    assert "mgpuStreamDestroy" not in lowered
