@@ -131,13 +131,13 @@ def cupy_kernels(cp) -> dict:
     return {
         "saxpy": ek("T a, T x, T y", "T out", "out = a * x + y", "bench_saxpy"),
         "black_scholes": ek(
-            "float64 S, float64 K, float64 T, float64 r, float64 v", "float64 call",
-            """double sq = v * sqrt(T);
-               double d1 = (log(S / K) + (r + 0.5 * v * v) * T) / sq;
+            "float64 S, float64 K, float64 tm, float64 r, float64 v", "float64 call",
+            """double sq = v * sqrt(tm);
+               double d1 = (log(S / K) + (r + 0.5 * v * v) * tm) / sq;
                double d2 = d1 - sq;
                double n1 = 0.5 * (1.0 + erf(d1 * 0.7071067811865476));
                double n2 = 0.5 * (1.0 + erf(d2 * 0.7071067811865476));
-               call = S * n1 - K * exp(-r * T) * n2;""", "bench_black_scholes"),
+               call = S * n1 - K * exp(-r * tm) * n2;""", "bench_black_scholes"),
         "mandelbrot": ek(
             "int32 height, int32 width, int32 max_iter", "int64 out",
             """int r = i / width, c = i % width;
@@ -223,7 +223,7 @@ def cases() -> list[Case]:
              outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
              numpy=np_stencil5,
              cupy=lambda cp, k, args: k["stencil"](
-                 ((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256, 256,
+                 (((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256,), (256,),
                  (args[0], args[1], np.int64(args[0].shape[0]), np.int64(args[0].shape[1]))),
              cupy_label="RawKernel", gpu_size=8192, tiny_size=40),
         Case("black_scholes", black_scholes,

@@ -172,32 +172,18 @@ def run_case(env: Env, case: Case, size: int, kernels: dict, seed: int = 0) -> d
            "notes": case.notes, "cupy_label": case.cupy_label}
 
     # numba-mlir-gpu: first call (compilation included), check, then time
-    try:
-        _run_ours(env, case, host_args, ref, row)
-    except Exception as exc:        # e.g. UnsupportedConstructError: reported, not fatal
-        row["ours_error"] = f"{type(exc).__name__}: {_first_line(exc)}"
-        print(f"{case.name}: ours failed: {row['ours_error']}", flush=True)
+    _guarded(row, "ours", lambda: _run_ours(env, case, host_args, ref, row))
     env.free()
 
     if env.gpu and case.cupy is not None and "cupy" not in env.skip:
-        cargs = env.to_device(host_args)
-        case.cupy(env.cp, kernels, cargs)                 # compile (NVRTC) outside the timing
-        row["cupy"] = cuda_time(env.cp, lambda: case.cupy(env.cp, kernels, cargs), env.reps)
-        del cargs
+        _guarded(row, "cupy", lambda: _run_cupy(env, case, host_args, kernels, row))
     env.free()
-
     if "numba" not in env.skip:
-        nb = numba.njit(parallel=True)(case.fn)
-        nargs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in host_args)
-        t0 = time.perf_counter()
-        nb(*nargs)
-        row["numba_first_call_s"] = time.perf_counter() - t0
-        row["numba_parallel"] = host_time(lambda: nb(*nargs), env.cpu_reps_for(nb, nargs),
-                                          warmup=0)
+        _guarded(row, "numba_parallel", lambda: _run_numba(env, case, host_args, row))
     if "numpy" not in env.skip and case.numpy is not None:
         nargs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in host_args)
-        row["numpy"] = host_time(lambda: case.numpy(*nargs),
-                                 env.cpu_reps_for(case.numpy, nargs), warmup=0)
+        _guarded(row, "numpy", lambda: row.__setitem__("numpy", host_time(
+            lambda: case.numpy(*nargs), env.cpu_reps_for(case.numpy, nargs), warmup=0)))
 
     for impl in ("ours", "cupy", "numba_parallel", "numpy"):
         if impl in row:
@@ -205,6 +191,30 @@ def run_case(env: Env, case: Case, size: int, kernels: dict, seed: int = 0) -> d
     if "cupy" in row and "ours" in row:
         row["ours_vs_cupy"] = row["cupy"]["median_s"] / row["ours"]["median_s"]
     return row
+
+
+def _guarded(row: dict, impl: str, run: Callable) -> None:
+    """A competitor that fails is reported in the row, not fatal to the run."""
+    try:
+        run()
+    except Exception as exc:
+        row[f"{impl}_error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+        print(f"{row.get('case', 'run')}: {impl} failed: {row[f'{impl}_error']}", flush=True)
+
+
+def _run_cupy(env: Env, case: Case, host_args: tuple, kernels: dict, row: dict) -> None:
+    cargs = env.to_device(host_args)
+    case.cupy(env.cp, kernels, cargs)                 # compile (NVRTC) outside the timing
+    row["cupy"] = cuda_time(env.cp, lambda: case.cupy(env.cp, kernels, cargs), env.reps)
+
+
+def _run_numba(env: Env, case: Case, host_args: tuple, row: dict) -> None:
+    nb = numba.njit(parallel=True)(case.fn)
+    nargs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in host_args)
+    t0 = time.perf_counter()
+    nb(*nargs)
+    row["numba_first_call_s"] = time.perf_counter() - t0
+    row["numba_parallel"] = host_time(lambda: nb(*nargs), env.cpu_reps_for(nb, nargs), warmup=0)
 
 
 def _run_ours(env: Env, case: Case, host_args: tuple, ref: list, row: dict,
@@ -460,6 +470,10 @@ def markdown(results: dict) -> str:
             f"{_ms(r.get('cupy'))} | {r['cupy_label'] if 'cupy' in r else '—'} | {vs} | {frac} | "
             f"{_ms(r.get('numba_parallel'))} | {_ms(r.get('numpy'))} | "
             f"{r['ours_first_call_s']:.2f} | {err} |")
+    errors = [f"* {r['case']}, {key[:-6]}: {r[key]}" for r in results["cases"]
+              for key in ("cupy_error", "numba_parallel_error", "numpy_error") if key in r]
+    if errors:
+        lines += ["", "Competitors that failed in this run:", ""] + errors
     lat = results.get("call_latency")
     if lat:
         lines += ["", "Call latency, 16-element arrays, wall clock per call (microseconds):", "",
@@ -602,10 +616,11 @@ def main(argv=None) -> dict:
                   f"first call {row['ours_first_call_s']:.2f} s  ({time.perf_counter()-t0:.1f} s)",
                   flush=True)
         save(results, args.out)          # partial results survive a time limit
-    results["call_latency"] = call_latency(env, calls=200 if env.gpu else 20,
-                                           batches=15 if env.gpu else 3)
+    _guarded(results, "call_latency", lambda: results.__setitem__("call_latency", call_latency(
+        env, calls=200 if env.gpu else 20, batches=15 if env.gpu else 3)))
     if env.gpu:
-        results["host_arrays"] = host_arrays(env, 1 << 26)
+        _guarded(results, "host_arrays",
+                 lambda: results.__setitem__("host_arrays", host_arrays(env, 1 << 26)))
         save(results, args.out)
         if args.variants:
             results["variants"] = launch_variants(env, args.variants.split(","), cases(),
