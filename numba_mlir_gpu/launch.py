@@ -41,49 +41,67 @@ class TileParallelLoops:
         if len(loop.operands) != 3 or len(loop.results) != 0:
             return      # n-d or with reductions: never emitted for the GPU; left untiled
         lower, upper, step = loop.operands
-        body = loop.regions[0].blocks[0]
-        ops = [op for op in body.operations][:-1]           # without scf.reduce
-        elements = self.elements if _straight_line(ops) else 1
+        body = _LoopBody(loop, lower, step)
+        elements = self.elements if body.straight_line else 1
         with ir.InsertionPoint(loop), loop.location:
             trips = arith.CeilDivUIOp(arith.SubIOp(upper, lower).result, step).result
             tile = _index(self.threads * elements)
-            blocks = arith.CeilDivUIOp(trips, tile).result
-            outer, b = _parallel(blocks)
+            outer, b = _parallel(arith.CeilDivUIOp(trips, tile).result)     # blocks
             with ir.InsertionPoint(outer):
-                inner, t = _parallel(_index(self.threads))
+                inner, t = _parallel(_index(self.threads))                   # threads
                 with ir.InsertionPoint(inner):
                     first = arith.AddIOp(arith.MulIOp(b, tile).result, t).result
-
-                    def iteration(k):
-                        return arith.AddIOp(lower, arith.MulIOp(k, step).result).result
-
-                    def nth(u):
-                        return arith.AddIOp(first, _index(u * self.threads)).result \
-                            if u else first
                     if elements == 1:
-                        _guarded(nth(0), trips, lambda k: _clone_body(
-                            ops, body.arguments[0], [iteration(k)]))
+                        _guarded(first, trips, body.emit)
                     else:
-                        end = arith.MulIOp(arith.AddIOp(b, _index(1)).result, tile).result
-                        full = arith.CmpIOp(arith.CmpIPredicate.ule, end, trips).result
-                        branch = scf.IfOp(full, [], has_else=True)
-                        with ir.InsertionPoint(branch.then_block):
-                            _clone_body(ops, body.arguments[0],
-                                        [iteration(nth(u)) for u in range(elements)])
-                            scf.YieldOp([])
-                        with ir.InsertionPoint(branch.else_block):
-                            tail = scf.ForOp(_index(0), _index(elements), _index(1))
-                            with ir.InsertionPoint(tail.body):
-                                u = tail.induction_variable
-                                k = arith.AddIOp(
-                                    first, arith.MulIOp(u, _index(self.threads)).result).result
-                                _guarded(k, trips, lambda k: _clone_body(
-                                    ops, body.arguments[0], [iteration(k)]))
-                                scf.YieldOp([])
-                            scf.YieldOp([])
+                        self.several_per_thread(body, b, first, trips, tile, elements)
                     scf.ReduceOp([], 0)
                 scf.ReduceOp([], 0)
         loop.erase()
+
+    def several_per_thread(self, body: "_LoopBody", b, first, trips, tile, elements: int):
+        """Iterations first, first + threads, ...: all of them, interleaved, when
+        the block is full; else one by one, each bounds-checked."""
+        end = arith.MulIOp(arith.AddIOp(b, _index(1)).result, tile).result
+        full = arith.CmpIOp(arith.CmpIPredicate.ule, end, trips).result
+        branch = scf.IfOp(full, [], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            body.emit(*[arith.AddIOp(first, _index(u * self.threads)).result if u else first
+                        for u in range(elements)])
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            tail = scf.ForOp(_index(0), _index(elements), _index(1))
+            with ir.InsertionPoint(tail.body):
+                offset = arith.MulIOp(tail.induction_variable, _index(self.threads)).result
+                _guarded(arith.AddIOp(first, offset).result, trips, body.emit)
+                scf.YieldOp([])
+            scf.YieldOp([])
+
+
+class _LoopBody:
+    """The body of a 1-d scf.parallel, cloned at other iteration numbers."""
+
+    def __init__(self, loop: ir.Operation, lower: ir.Value, step: ir.Value):
+        block = loop.regions[0].blocks[0]
+        self.iv = block.arguments[0]
+        self.ops = list(block.operations)[:-1]          # without scf.reduce
+        self.lower, self.step = lower, step
+
+    @property
+    def straight_line(self) -> bool:
+        return all(len(op.regions) == 0 for op in self.ops)
+
+    def emit(self, *trips: ir.Value) -> None:
+        """One copy per trip number k (iteration lower + k * step),
+        interleaved op by op: op j of every copy before op j+1 of any."""
+        maps = [{self.iv: arith.AddIOp(self.lower, arith.MulIOp(k, self.step).result).result}
+                for k in trips]
+        for op in self.ops:
+            for mapping in maps:
+                new = op.clone()
+                _remap(new, mapping)
+                for old, value in zip(op.results, new.results):
+                    mapping[old] = value
 
 
 def _index(value: int) -> ir.Value:
@@ -91,8 +109,8 @@ def _index(value: int) -> ir.Value:
 
 
 def _parallel(upper: ir.Value):
-    """A 1-d scf.parallel over [0, upper); returns it (as an insertion
-    point, before its terminator-to-be) and its induction variable."""
+    """A 1-d scf.parallel over [0, upper) with an empty body; returns the body
+    block (its scf.reduce still to be added) and the induction variable."""
     loop = scf.ParallelOp([], [_index(0)], [upper], [_index(1)], [])
     block = loop.regions[0].blocks.append(ir.IndexType.get())
     return block, block.arguments[0]
@@ -106,18 +124,6 @@ def _guarded(k: ir.Value, trips: ir.Value, emit) -> None:
         scf.YieldOp([])
 
 
-def _clone_body(ops: list, old_iv: ir.Value, ivs: list) -> None:
-    """One copy of `ops` per induction value in `ivs`, interleaved op by op:
-    op j of every copy before op j+1 of any."""
-    maps = [{old_iv: iv} for iv in ivs]
-    for op in ops:
-        for mapping in maps:
-            new = op.clone()
-            _remap(new, mapping)
-            for old, value in zip(op.results, new.results):
-                mapping[old] = value
-
-
 def _remap(op: ir.Operation, mapping: dict) -> None:
     """Uses of the original body's values inside a clone (nested ops too)."""
     def visit(inner):
@@ -126,10 +132,6 @@ def _remap(op: ir.Operation, mapping: dict) -> None:
                 inner.operands[i] = mapping[value]
         return ir.WalkResult.ADVANCE
     op.walk(visit)
-
-
-def _straight_line(ops: list) -> bool:
-    return all(len(op.regions) == 0 for op in ops)
 
 
 def _nested_in_parallel(op: ir.Operation) -> bool:
