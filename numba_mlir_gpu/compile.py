@@ -1,6 +1,7 @@
 """One compilation: typed Numba IR -> MLIR -> pass pipeline -> JIT."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -53,9 +54,9 @@ def cpu_threads() -> int:
 def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
     if choice.name == "gpu":
         major, minor = cuda.compute_capability()
-        return passes.GPUOptions(chip=f"sm_{major}{minor}",
-                                 format="fatbin" if cuda.has_ptxas() else "isa")
-    return passes.GPUOptions(format="isa")
+        return passes.launch_shape_from_env(passes.GPUOptions(
+            chip=f"sm_{major}{minor}", format="fatbin" if cuda.has_ptxas() else "isa"))
+    return passes.launch_shape_from_env(passes.GPUOptions(format="isa"))
 
 
 def _lower(state, choice: TargetChoice, name: str):
@@ -93,8 +94,7 @@ def compile_state(state) -> CompiledFunction:
 
 
 def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
-    isa = passes.GPUOptions(options.chip, options.features, "isa",
-                            options.threads_per_block, options.opt_level)
+    isa = dataclasses.replace(options, format="isa")
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(input_mlir)
         add_allocator(module, gpu=True)

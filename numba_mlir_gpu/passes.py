@@ -7,9 +7,12 @@ each module: malloc on the CPU, CUDA managed memory on the GPU).
 """
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass
 
 from .deallocation import lower_general_deallocs
+from .launch import TileParallelLoops, launch_on_module_stream
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
 # array that is not returned (returned arrays are owned by the caller). This
@@ -64,7 +67,24 @@ class GPUOptions:
     features: str = "+ptx80"
     format: str = "fatbin"      # "isa" gives PTX text and needs no CUDA toolkit
     threads_per_block: int = 256
+    elements_per_thread: int = 4     # iterations per thread, threads_per_block apart
     opt_level: int = 3
+
+
+ENV_LAUNCH = "NUMBA_MLIR_GPU_LAUNCH"
+
+
+def launch_shape_from_env(default: GPUOptions) -> GPUOptions:
+    """$NUMBA_MLIR_GPU_LAUNCH="256x4" (threads per block x iterations per
+    thread) overrides the launch shape; a tuning knob for benchmarks."""
+    text = os.environ.get(ENV_LAUNCH, "").strip()
+    if not text:
+        return default
+    try:
+        threads, elements = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"{ENV_LAUNCH}={text!r}: expected THREADSxELEMENTS, e.g. 256x4") from None
+    return dataclasses.replace(default, threads_per_block=threads, elements_per_thread=elements)
 
 
 def gpu_pipeline(options: GPUOptions) -> list:
@@ -72,16 +92,14 @@ def gpu_pipeline(options: GPUOptions) -> list:
     compiled through NVVM; host code calls the MLIR CUDA runtime. A list of
     stages: textual pipelines and Python rewrites between them."""
     o = options
-    outline = "builtin.module(" + ",".join([
+    prepare = "builtin.module(" + ",".join([
         _AFTER_DEALLOCATION,
         # before outlining, so the power functions it creates reach the kernels
         "convert-math-to-funcs{convert-ctlz=false}",
-        f"func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={o.threads_per_block} "
-        "no-min-max-bounds=true},gpu-map-parallel-loops,convert-parallel-loops-to-gpu,"
-        "canonicalize,cse)",
-        # outlining passes values from outside a launch as kernel parameters:
-        # constants sunk into the launch first stay constants in the kernel
-        "gpu-launch-sink-index-computations",
+    ]) + ")"
+    outline = "builtin.module(" + ",".join([
+        "func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse,"
+        "gpu-launch-sink-index-computations)",
         "gpu-kernel-outlining",
     ]) + ")"
     compile_ = "builtin.module(" + ",".join([
@@ -97,8 +115,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "cse",
         "reconcile-unrealized-casts",
     ]) + ")"
-    return _DEALLOCATION + [barriers_from_markers, outline, ieee_sqrt_in_kernels,
-                            precise_libm_calls, compile_]
+    tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
+    return _DEALLOCATION + [barriers_from_markers, prepare, tile, outline, ieee_sqrt_in_kernels,
+                            precise_libm_calls, compile_, launch_on_module_stream]
 
 
 def barriers_from_markers(module) -> None:

@@ -72,7 +72,7 @@ def test_reduction_on_device_array_is_deterministic(cp):
     fn = gpu_fn(sum_reduction)
     first = fn(x)
     assert all(fn(x) == first for _ in range(5))
-    np.testing.assert_allclose(first, float((x * x).sum()), rtol=1e-12)
+    np.testing.assert_allclose(first, float((x * x).sum()), rtol=1e-12)   # sum of squares
 
 
 def test_host_code_cannot_dereference_device_arrays(cp):

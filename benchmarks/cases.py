@@ -1,0 +1,250 @@
+"""The benchmark cases: one Python function per case, compiled unchanged by
+numba-mlir-gpu and by Numba's CPU `parallel=True`, with the CuPy and NumPy
+code a user would write for the same job.
+
+Loops over 2-d index spaces are written as one flat prange (`k -> i, j`):
+a nested prange runs its inner loop serially in this package (and in
+Numba's CPU backend), which leaves a GPU mostly idle.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+from numba import prange
+
+
+# ---------------------------------------------------------------- kernels
+
+def saxpy(a, x, y, out):
+    for i in prange(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+def fused_expression(a, b, c, d):
+    return a * b + c * d                      # one parfor: four operations, one pass
+
+
+def fused_prange(a, b, c, d, out):
+    for i in prange(a.shape[0]):
+        out[i] = a[i] * b[i] + c[i] * d[i]
+
+
+def array_sum(x):
+    return np.sum(x)
+
+
+def array_max(x):
+    return np.max(x)
+
+
+def stencil5(x, out):
+    n, m = x.shape
+    w = m - 2
+    for k in prange((n - 2) * w):
+        i = k // w + 1
+        j = k % w + 1
+        out[i, j] = 0.25 * (x[i - 1, j] + x[i + 1, j] + x[i, j - 1] + x[i, j + 1])
+
+
+def black_scholes(S, K, T, r, v, call):
+    for i in prange(S.shape[0]):
+        sq = v * math.sqrt(T[i])
+        d1 = (math.log(S[i] / K[i]) + (r + 0.5 * v * v) * T[i]) / sq
+        d2 = d1 - sq
+        n1 = 0.5 * (1.0 + math.erf(d1 * 0.7071067811865476))
+        n2 = 0.5 * (1.0 + math.erf(d2 * 0.7071067811865476))
+        call[i] = S[i] * n1 - K[i] * math.exp(-r * T[i]) * n2
+
+
+def mandelbrot(height, width, max_iter, out):
+    for k in prange(height * width):
+        i = k // width
+        j = k % width
+        cr = -2.0 + 2.5 * j / width
+        ci = -1.25 + 2.5 * i / height
+        zr = 0.0
+        zi = 0.0
+        n = 0
+        while n < max_iter and zr * zr + zi * zi <= 4.0:
+            zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+            n += 1
+        out[i, j] = n
+
+
+def matmul(A, B, C):
+    n, p = A.shape
+    m = B.shape[1]
+    for k in prange(n * m):
+        i = k // m
+        j = k % m
+        acc = 0.0
+        for l in range(p):
+            acc += A[i, l] * B[l, j]
+        C[i, j] = acc
+
+
+def tiny(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i] + 1.0
+
+
+# ---------------------------------------------------------------- NumPy versions
+
+def np_saxpy(a, x, y, out):
+    np.multiply(a, x, out=out)
+    out += y
+
+
+def np_stencil5(x, out):
+    out[1:-1, 1:-1] = 0.25 * (x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:])
+
+
+def _erf():
+    try:
+        from scipy.special import erf
+    except ImportError:             # slow, but only the tiny smoke size runs without SciPy
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+    return erf
+
+
+def np_black_scholes(S, K, T, r, v, call):
+    verf = _erf()
+    sq = v * np.sqrt(T)
+    d1 = (np.log(S / K) + (r + 0.5 * v * v) * T) / sq
+    d2 = d1 - sq
+    call[:] = S * 0.5 * (1 + verf(d1 / math.sqrt(2))) - K * np.exp(-r * T) * 0.5 * (
+        1 + verf(d2 / math.sqrt(2)))
+
+
+def np_matmul(A, B, C):
+    np.dot(A, B, out=C)
+
+
+# ---------------------------------------------------------------- CuPy versions
+
+def cupy_kernels(cp) -> dict:
+    """CuPy's ElementwiseKernels (one pass, like ours) for the loop cases."""
+    ek = cp.ElementwiseKernel
+    return {
+        "saxpy": ek("T a, T x, T y", "T out", "out = a * x + y", "bench_saxpy"),
+        "black_scholes": ek(
+            "float64 S, float64 K, float64 tm, float64 r, float64 v", "float64 call",
+            """double sq = v * sqrt(tm);
+               double d1 = (log(S / K) + (r + 0.5 * v * v) * tm) / sq;
+               double d2 = d1 - sq;
+               double n1 = 0.5 * (1.0 + erf(d1 * 0.7071067811865476));
+               double n2 = 0.5 * (1.0 + erf(d2 * 0.7071067811865476));
+               call = S * n1 - K * exp(-r * tm) * n2;""", "bench_black_scholes"),
+        "mandelbrot": ek(
+            "int32 height, int32 width, int32 max_iter", "int64 out",
+            """int r = i / width, c = i % width;
+               double cr = -2.0 + 2.5 * c / width, ci = -1.25 + 2.5 * r / height;
+               double zr = 0.0, zi = 0.0; long long n = 0;
+               while (n < max_iter && zr * zr + zi * zi <= 4.0) {
+                   double t = zr * zr - zi * zi + cr; zi = 2.0 * zr * zi + ci; zr = t; n++;
+               }
+               out = n;""", "bench_mandelbrot"),
+        "stencil": cp.RawKernel(r"""
+            extern "C" __global__ void bench_stencil(const float *x, float *out, long long n,
+                                                     long long m) {
+                long long w = m - 2;
+                long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+                if (k >= (n - 2) * w) return;
+                long long i = k / w + 1, j = k % w + 1;
+                out[i * m + j] = 0.25f * (x[(i - 1) * m + j] + x[(i + 1) * m + j]
+                                          + x[i * m + j - 1] + x[i * m + j + 1]);
+            }""", "bench_stencil"),
+    }
+
+
+# ---------------------------------------------------------------- the cases
+
+@dataclass
+class Case:
+    name: str
+    fn: Callable                       # ours and Numba parallel=True
+    make: Callable                     # (rng, size) -> host arguments
+    outputs: tuple = ()                # argument indices written (empty: the return value)
+    work: tuple = ("bytes", 0)         # ("bytes", n) or ("flops", n), from the host arguments
+    numpy: Optional[Callable] = None
+    cupy: Optional[Callable] = None    # (cp, kernels, device arguments) -> None or result
+    cupy_label: str = ""
+    tol: float = 1e-5                  # relative L2 error against the NumPy/float64 reference
+    gpu_size: int = 0
+    tiny_size: int = 0
+    notes: str = ""
+
+
+def _f(rng, n, dtype, lo=0.0, hi=1.0):
+    return (lo + (hi - lo) * rng.random(n)).astype(dtype)
+
+
+def _saxpy_case(dtype, name):
+    def make(rng, n):
+        return (dtype(2.5), _f(rng, n, dtype), _f(rng, n, dtype), np.full(n, np.nan, dtype))
+    return Case(name, saxpy, make, outputs=(3,),
+                work=("bytes", lambda args: 3 * args[1].nbytes), numpy=np_saxpy,
+                cupy=lambda cp, k, args: k["saxpy"](*args[:3], args[3]),
+                cupy_label="ElementwiseKernel", gpu_size=1 << 26, tiny_size=1000)
+
+
+def cases() -> list[Case]:
+    return [
+        _saxpy_case(np.float32, "elementwise_f32"),
+        _saxpy_case(np.float64, "elementwise_f64"),
+        Case("fused_expr", fused_expression,
+             lambda rng, n: tuple(_f(rng, n, np.float32) for _ in range(4)),
+             work=("bytes", lambda args: 5 * args[0].nbytes),
+             numpy=lambda a, b, c, d: a * b + c * d,
+             cupy=lambda cp, k, args: args[0] * args[1] + args[2] * args[3],
+             cupy_label="unfused operators", gpu_size=1 << 26, tiny_size=1000,
+             notes="returns a new array (allocated by the function)"),
+        Case("fused_prange", fused_prange,
+             lambda rng, n: tuple(_f(rng, n, np.float32) for _ in range(4))
+             + (np.full(n, np.nan, np.float32),), outputs=(4,),
+             work=("bytes", lambda args: 5 * args[0].nbytes),
+             numpy=lambda a, b, c, d, out: np.add(a * b, c * d, out=out),
+             cupy=lambda cp, k, args: cp.add(args[0] * args[1], args[2] * args[3], out=args[4]),
+             cupy_label="unfused operators", gpu_size=1 << 26, tiny_size=1000,
+             notes="same expression written into a preallocated output"),
+        Case("sum_f32", array_sum, lambda rng, n: (_f(rng, n, np.float32),),
+             work=("bytes", lambda args: args[0].nbytes), numpy=np.sum,
+             cupy=lambda cp, k, args: cp.sum(args[0]), cupy_label="cupy.sum",
+             gpu_size=1 << 26, tiny_size=1000, tol=1e-4),
+        Case("max_f32", array_max, lambda rng, n: (_f(rng, n, np.float32),),
+             work=("bytes", lambda args: args[0].nbytes), numpy=np.max,
+             cupy=lambda cp, k, args: cp.max(args[0]), cupy_label="cupy.max",
+             gpu_size=1 << 26, tiny_size=1000, tol=0.0),
+        Case("stencil5_2d", stencil5,
+             lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+             numpy=np_stencil5,
+             cupy=lambda cp, k, args: k["stencil"](
+                 (((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256,), (256,),
+                 (args[0], args[1], np.int64(args[0].shape[0]), np.int64(args[0].shape[1]))),
+             cupy_label="RawKernel", gpu_size=8192, tiny_size=40),
+        Case("black_scholes", black_scholes,
+             lambda rng, n: (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
+                             _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30,
+                             np.full(n, np.nan, np.float64)),
+             outputs=(5,), work=("bytes", lambda args: 4 * args[0].nbytes),
+             numpy=np_black_scholes,
+             cupy=lambda cp, k, args: k["black_scholes"](*args[:5], args[5]),
+             cupy_label="ElementwiseKernel", gpu_size=1 << 24, tiny_size=1000, tol=1e-10),
+        Case("mandelbrot", mandelbrot,
+             lambda rng, n: (n, n, 256, np.full((n, n), -1, np.int64)),
+             outputs=(3,), work=("flops", lambda args: None),   # from the iteration counts
+             cupy=lambda cp, k, args: k["mandelbrot"](
+                 np.int32(args[0]), np.int32(args[1]), np.int32(args[2]), args[3]),
+             cupy_label="ElementwiseKernel", gpu_size=2048, tiny_size=24, tol=0.0,
+             notes="8 flop per iteration; numpy: none (reference: Numba CPU)"),
+        Case("matmul", matmul,
+             lambda rng, n: (_f(rng, (n, n), np.float32), _f(rng, (n, n), np.float32),
+                             np.full((n, n), np.nan, np.float32)),
+             outputs=(2,), work=("flops", lambda args: 2 * args[0].shape[0] ** 3),
+             numpy=np_matmul, cupy=lambda cp, k, args: cp.matmul(args[0], args[1], out=args[2]),
+             cupy_label="cupy.matmul (cuBLAS)", gpu_size=1024, tiny_size=16, tol=1e-5),
+    ]

@@ -1,0 +1,114 @@
+"""How parallel loops are launched on the GPU: blocks x threads x several
+iterations per thread (launch.py), on the default stream. The shape is
+checked in PTX without a GPU; the results at sizes around the tile edges are
+checked on both targets (the tail block takes the guarded path)."""
+import re
+
+import numpy as np
+import pytest
+from numba import prange
+
+from numba_mlir_gpu import inspect_mlir
+from numba_mlir_gpu.passes import ENV_LAUNCH
+
+from .support import TARGETS, check
+from .test_codegen import all_ptx, compile_only, two_loops
+
+# 256 threads x 4 iterations: one block covers 1024; sizes around both edges
+SIZES = [1, 7, 255, 256, 257, 1023, 1024, 1025, 3 * 1024 + 5]
+
+
+def axpy(a, x, y, out):
+    for i in prange(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+def clipped(x, out):
+    for i in prange(x.shape[0]):
+        v = x[i]
+        if v > 0.5:
+            v = 0.5
+        out[i] = v * 2.0
+
+
+def powers(x, out):
+    for i in prange(x.shape[0]):
+        acc = 1.0
+        for _ in range(3):   # an inner loop: the body is not straight-line
+            acc = acc * x[i]
+        out[i] = acc
+
+
+def reverse_into(x, out):
+    n = x.shape[0]
+    for i in prange(n):
+        out[n - 1 - i] = x[i] + 1.0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", SIZES)
+def test_every_iteration_runs_once_at_tile_edges(n, target):
+    rng = np.random.default_rng(n)
+    x, y = rng.random(n), rng.random(n)
+    check(axpy, 1.5, x, y, np.full(n, np.nan), target=target)
+    check(clipped, x, np.full(n, np.nan), target=target)
+    check(reverse_into, x, np.full(n, np.nan), target=target)
+    check(powers, x, np.full(n, np.nan), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape", ["32x1", "64x3", "512x8"])
+def test_other_launch_shapes_compute_the_same(shape, target, monkeypatch):
+    monkeypatch.setenv(ENV_LAUNCH, shape)
+    for n in (1, 100, 5000):
+        x = np.arange(n, dtype=np.float32)
+        check(axpy, np.float32(2), x, x[::-1].copy(), np.full(n, np.nan, np.float32),
+              target=target)
+
+
+def first_loads_before_first_store(ptx: str) -> int:
+    """Global loads in the longest run that ends at a store, per kernel."""
+    best, run = 0, 0
+    for line in ptx.splitlines():
+        if "ld.global" in line:
+            run += 1
+        elif "st.global" in line:
+            best, run = max(best, run), 0
+    return best
+
+
+def test_straight_line_bodies_keep_several_loads_in_flight():
+    x = np.ones(16, np.float32)
+    ptx = all_ptx(compile_only(axpy, np.float32(2), x, x, x.copy()))
+    assert ".maxntid 256, 1, 1" in ptx
+    # 4 iterations per thread, 2 loads each, all issued before the first store
+    assert first_loads_before_first_store(ptx) >= 8
+    # the copies are 256 elements (1 KiB of float32) apart: coalesced per copy
+    assert re.search(r"ld\.global\.\w+\s+%r\d+, \[%rd\d+\+3072\]", ptx)
+
+
+def test_bodies_with_loops_run_one_iteration_per_thread():
+    x = np.ones(16)
+    ptx = all_ptx(compile_only(powers, x, x.copy()))
+    assert ptx.count("st.global") == 1
+
+
+def test_launch_shape_from_the_environment(monkeypatch):
+    monkeypatch.setenv(ENV_LAUNCH, "128x2")
+    x = np.ones(16, np.float32)
+    ptx = all_ptx(compile_only(axpy, np.float32(2), x, x, x.copy()))
+    assert ".maxntid 128, 1, 1" in ptx
+    monkeypatch.setenv(ENV_LAUNCH, "lots")
+    with pytest.raises(Exception, match="THREADSxELEMENTS"):
+        compile_only(axpy, np.float32(2), x, x, x.copy())
+
+
+def test_launches_share_one_stream_per_module():
+    lowered = inspect_mlir(compile_only(two_loops, np.ones(16), np.ones(16)), stage="lowered")
+    launches = [line for line in lowered.splitlines() if "gpu.launch_func" in line]
+    assert len(launches) == 2
+    # each launch names its stream, so the LLVM translation creates none around it
+    assert all(re.search(r"gpu\.launch_func\s+<%\w+ : !llvm\.ptr>", line) for line in launches)
+    assert lowered.count("llvm.call @mgpuStreamCreate") == 1       # made once, then kept
+    assert lowered.count("llvm.call @mgpuStreamSynchronize") == 2  # after each launch
+    assert "mgpuStreamDestroy" not in lowered
