@@ -1,10 +1,11 @@
 """The target-specific parts of the lowering: parallel loops, reductions and
 (on the GPU) where arrays live.
 
-GPU memory model: every array the function allocates is CUDA managed memory
-(see passes.py), so host code and kernels can both touch it. NumPy arguments
-are copied into managed mirrors at entry and copied back at exit when the
-function writes them; arrays that already live on the GPU are used in place.
+GPU memory model: each array the function allocates is device memory when
+only kernels touch it, else CUDA managed memory (runtime/placement.py
+decides after the pipeline). NumPy arguments get contiguous mirrors, filled
+at entry and copied back at exit when the function writes them; arrays that
+already live on the GPU are used in place.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .._mlir import arith, ir, memref, scf
 from ..memory import DeviceArrayType
 from .build import const_index
 from .errors import UnsupportedConstructError
-from .loops import delinearize, flat_parallel, product
+from .loops import delinearize, flat_parallel, product, sequential_for
 from .values import ArrayValue
 
 
@@ -78,7 +79,7 @@ class GPUStrategy(CPUStrategy):
     gpu = True
 
     def __init__(self):
-        self.mirrors: list[tuple[ir.Value, ir.Value]] = []   # (mirror, host memref)
+        self.mirrors: list[tuple] = []   # (mirror, host memref, extents, contiguous)
         self.written: set[int] = set()
 
     def prologue(self, lw) -> None:
@@ -87,19 +88,19 @@ class GPUStrategy(CPUStrategy):
     def bind_array_argument(self, lw, value, ty, origin):
         if isinstance(ty, DeviceArrayType):
             return ArrayValue(value, ty, origin)      # used in place
-        if ty.layout != "C":
-            raise UnsupportedConstructError(
-                f"non-contiguous NumPy arrays ({ty}) on the GPU target", lw.loc)
-        mirror = memref.AllocOp(value.type, [memref.DimOp(value, const_index(a)).result
-                                             for a in range(ty.ndim)], []).result
-        memref.CopyOp(value, mirror)
+        extents = [memref.DimOp(value, const_index(a)).result for a in range(ty.ndim)]
+        contiguous = ty.layout == "C"
+        mirror_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ty.ndim,
+                                        ir.MemRefType(value.type).element_type)
+        mirror = memref.AllocOp(mirror_type, extents, []).result
+        _copy(value, mirror, extents, contiguous)
         if origin in self.written:
-            self.mirrors.append((mirror, value))
-        return ArrayValue(mirror, ty, origin)
+            self.mirrors.append((mirror, value, extents, contiguous))
+        return ArrayValue(mirror, ty if contiguous else ty.copy(layout="C"), origin)
 
     def epilogue(self, lw) -> None:
-        for mirror, host in self.mirrors:
-            memref.CopyOp(mirror, host)
+        for mirror, host, extents, contiguous in self.mirrors:
+            _copy(mirror, host, extents, contiguous)
 
     def check_element_access(self, lw, array: ArrayValue, loc) -> None:
         if lw.parallel_depth == 0 and isinstance(array.type, DeviceArrayType):
@@ -125,6 +126,16 @@ class GPUStrategy(CPUStrategy):
         partials = _strided_partials(const_index(REDUCTION_WORKERS), REDUCTION_WORKERS_2,
                                      reductions, fold)
         return _fold_on_host(partials, REDUCTION_WORKERS_2, reductions)
+
+
+def _copy(src, dst, extents, contiguous: bool) -> None:
+    """Between a NumPy argument and its mirror. Contiguous: one memref.copy,
+    which becomes one cuMemcpy (runtime/placement.py). Strided (Fortran
+    order, slices): an element loop on the host into a contiguous mirror."""
+    if contiguous:
+        memref.CopyOp(src, dst)
+        return
+    sequential_for(extents, lambda idx: memref.StoreOp(memref.LoadOp(src, idx).result, dst, idx))
 
 
 def _fold_on_host(partials, count: int, reductions) -> list:
