@@ -77,6 +77,28 @@ def test_numpy_arguments_cross_the_bus_with_cumemcpy():
     assert entry.count("call @nmg_memcpy") == 3   # x in, out in, out back
 
 
+def test_arguments_the_function_only_overwrites_are_not_copied_in():
+    from numba_mlir_gpu.lowering.targets import overwritten_arguments
+    seen = {}
+
+    def spy(func_ir):
+        seen[func_ir.func_id.func_name] = overwritten_arguments(func_ir)
+        return seen[func_ir.func_id.func_name]
+    import numba_mlir_gpu.lowering.targets as targets
+    targets.overwritten_arguments, original = spy, targets.overwritten_arguments
+    try:
+        placed(scale_into, np.ones(8), np.ones(8))
+
+        def read_write(out, x):
+            for i in prange(x.shape[0]):
+                out[i] += x[i]
+        placed(read_write, np.ones(8), np.ones(8))
+    finally:
+        targets.overwritten_arguments = original
+    assert seen["scale_into"] == {0: [("dim", 1, 0)]}     # out: the loop's stop is x.shape[0]
+    assert seen["read_write"] == {}
+
+
 def test_returned_arrays_are_managed_and_prefetched_for_numpy_callers():
     host = placed(saxpy_new, np.float32(2), np.ones(8, np.float32), np.ones(8, np.float32))
     assert "call @nmg_alloc_managed_on_device" in host
@@ -105,7 +127,8 @@ def test_fresh_arrays_read_and_returned_on_the_host():
 @pytest.mark.gpu
 def test_write_only_and_read_write_arguments():
     x = np.random.default_rng(3).random(5000)
-    check(scale_into, np.full(5000, np.nan), x, target="gpu")
+    check(scale_into, np.full(5000, np.nan), x, target="gpu")     # not copied in
+    check(scale_into, np.arange(6000.0), x, target="gpu")         # loop too short: copied
 
     def partial(out, x):                 # elements it does not write keep their values
         for i in prange(x.shape[0] // 2):
