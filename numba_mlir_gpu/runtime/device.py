@@ -237,7 +237,10 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
 
 def declarations() -> str:
     """LLVM-dialect declarations of the runtime, for modules that call it."""
-    return "\n".join(f"llvm.func @{name}{sig}" for name, sig in RUNTIME_FUNCTIONS.items())
+    # mgpuLaunchKernel is called by the LLVM translation of gpu.launch_func,
+    # which declares it itself
+    return "\n".join(f"llvm.func @{name}{sig}" for name, sig in RUNTIME_FUNCTIONS.items()
+                     if not name.startswith("mgpu"))
 
 
 _POOL_RELEASE_THRESHOLD = 4     # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
