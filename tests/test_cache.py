@@ -26,7 +26,7 @@ MODULE = textwrap.dedent("""
 RUN = textwrap.dedent("""
     import json, time, warnings
     import numpy as np
-    warnings.simplefilter("error")          # e.g. Numba's "Cannot cache"
+    warnings.filterwarnings("error", message=".*[Cc]annot cache")
     start = time.perf_counter()
     import cached_fn
     from numba_mlir_gpu import jit
