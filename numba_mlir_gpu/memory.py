@@ -92,7 +92,10 @@ _TYPES: dict = {}
 @typeof_impl.register(CudaArrayLike)
 def typeof_cuda_array(val, c):
     if _is_cupy(type(val)):      # no interface dict: read CuPy's attributes
-        key = (val.dtype, val.ndim, val.flags.c_contiguous, False)
+        contiguous = getattr(val, "_c_contiguous", None)   # CuPy's C attribute
+        if contiguous is None:
+            contiguous = val.flags.c_contiguous
+        key = (val.dtype, val.ndim, contiguous, False)
     else:
         desc = _interface(val)
         if desc is None:

@@ -123,17 +123,18 @@ def test_kernels_are_ordered_with_cupy_work_on_the_default_stream(cp):
 def test_out_of_gpu_memory_is_a_python_error(cp):
     """Device memory (not managed) from the pool: a failed allocation raises
     MemoryError, later kernels are skipped and the context stays usable."""
-    def fill_and_sum(n):
+    def fill(x, n):                  # the result stays on the GPU: device memory
         a = np.empty(n)
         for i in prange(n):
-            a[i] = 1.0
-        return a.sum()
-    fn = gpu_fn(fill_and_sum)
-    assert fn(1000) == 1000.0
+            a[i] = x[0]
+        return a
+    fn = gpu_fn(fill)
+    x = cp.full(1, 2.5)
+    assert float(fn(x, 1000).sum()) == 2500.0
     free, total = cp.cuda.runtime.memGetInfo()
     with pytest.raises(MemoryError, match="out of GPU memory"):
-        fn(2 * total // 8)               # twice the device's memory, in float64
-    assert fn(1000) == 1000.0
+        fn(x, 2 * total // 8)            # twice the device's memory, in float64
+    assert float(fn(x, 1000).sum()) == 2500.0
     x = cp.arange(10)
     assert int(x.sum()) == 45
 
@@ -143,7 +144,7 @@ def test_reduction_on_device_array_is_deterministic(cp):
     fn = gpu_fn(sum_reduction)
     first = fn(x)
     assert all(fn(x) == first for _ in range(5))
-    np.testing.assert_allclose(first, float(x.sum()), rtol=1e-12)
+    np.testing.assert_allclose(first, float((x * x).sum()), rtol=1e-12)   # sum of squares
 
 
 def test_host_code_cannot_dereference_device_arrays(cp):

@@ -195,8 +195,9 @@ llvm.func @nmg_sync() {
 }
 
 // Replaces the MLIR CUDA runtime's launcher (same signature): no context
-// push/pop per launch, launches skipped after a failed allocation, and a
-// failed launch recorded for the wrapper to raise.
+// push/pop per launch, launches skipped after a failed allocation or when
+// the grid is empty (a loop with no iterations), and a failed launch
+// recorded for the wrapper to raise.
 llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i64, %by: i64,
                             %bz: i64, %smem: i32, %stream: !llvm.ptr, %params: !llvm.ptr,
                             %extra: !llvm.ptr, %count: i64) {
@@ -204,7 +205,12 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
   %failure = llvm.load %flag : !llvm.ptr -> i32
   %zero = llvm.mlir.constant(0 : i32) : i32
   %failed = llvm.icmp "ne" %failure, %zero : i32
-  llvm.cond_br %failed, ^done, ^launch
+  %zero64 = llvm.mlir.constant(0 : i64) : i64
+  %gxy = llvm.mul %gx, %gy : i64
+  %blocks = llvm.mul %gxy, %gz : i64
+  %empty = llvm.icmp "eq" %blocks, %zero64 : i64
+  %skip = llvm.or %failed, %empty : i1
+  llvm.cond_br %skip, ^done, ^launch
 ^launch:
   llvm.call @nmg_bind_context() : () -> ()
   %dynamic = llvm.icmp "sgt" %smem, %zero : i32
