@@ -185,9 +185,11 @@ def _from_allocation(value, depth: int = 0) -> bool:
 
 def _launch_on_default_stream(fn, is_entry: bool) -> None:
     """Each launch gets the NULL stream as its async object (no stream made
-    and destroyed per launch); a wait follows unless nothing host-side can
-    run before the entry returns."""
-    for op in list(_walk_ops(fn)):
+    and destroyed per launch); a wait follows unless, on every path, only
+    GPU work comes before the entry returns or before a later wait."""
+    # last launch first: a wait placed after a later launch also covers the
+    # earlier ones (the stream runs in order)
+    for op in reversed(list(_walk_ops(fn))):
         if op.name != "gpu.launch_func" or _has_stream(op):
             continue
         with ir.InsertionPoint(op), op.location:
@@ -243,7 +245,7 @@ def _only_gpu_work_follows(launch) -> bool:
         i = ops.index(start) + 1 if start is not None else 0
         for op in ops[i:]:
             name = op.name
-            if name == "llvm.return":
+            if name == "llvm.return" or (name == "llvm.call" and callee(op) == "nmg_sync"):
                 return True
             if name in ("llvm.br", "llvm.cond_br"):
                 for succ in op.successors:
