@@ -31,6 +31,16 @@ def sum_of_squares(x):
     return tmp.sum()
 
 
+def reversed_squares(x):
+    tmp = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        tmp[i] = x[i] * x[i]
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = tmp[x.shape[0] - 1 - i]
+    return out
+
+
 def host_fill(n):
     out = np.empty(n)
     for i in range(n):               # host code writes it: managed memory
@@ -63,12 +73,20 @@ def placed(pyfunc, *args, device_results=False) -> str:
 
 
 def test_arrays_only_kernels_touch_are_device_memory():
+    host = placed(reversed_squares, np.ones(8))
+    entry = host.split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
+    assert entry.count("call @nmg_alloc_device") == 2          # x's mirror and tmp
+    assert entry.count("call @nmg_alloc_managed_on_device") == 1   # out, read by the caller
+    assert "call @nmg_alloc_managed(" not in entry and "call @nmg_sync" not in entry
+
+
+def test_reductions_wait_once_before_the_host_reads():
     host = placed(sum_of_squares, np.ones(8))
     entry = host.split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
-    assert entry.count("call @nmg_alloc_device") >= 2   # the mirror and tmp
-    # the last partials are folded by host code: managed, read after a wait
+    assert entry.count("gpu.launch_func") >= 2
+    # the partials the host reads are managed memory, read after one wait (not one per launch)
     assert entry.count("call @nmg_alloc_managed(") >= 1
-    assert entry.count("call @nmg_sync") == 1     # once, before the host reads: not per launch
+    assert entry.count("call @nmg_sync") == 1
 
 
 def test_numpy_arguments_cross_the_bus_with_cumemcpy():
@@ -123,6 +141,7 @@ def test_fresh_arrays_read_and_returned_on_the_host():
     check(saxpy_new, np.float32(2.5), x, y, target="gpu")
     check(host_fill, 1000, target="gpu")
     check(sum_of_squares, x.astype(np.float64), target="gpu", rtol=1e-12)
+    check(reversed_squares, x, target="gpu")
 
 
 @pytest.mark.gpu
