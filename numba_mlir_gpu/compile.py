@@ -45,6 +45,13 @@ class CompiledFunction:
         return self._ptx
 
 
+def takes_device_arrays(argtypes) -> bool:
+    """Does the call get arrays that live on the GPU? Its results stay there."""
+    from .lowering.types import flat_types
+    from .memory import DeviceArrayType
+    return any(isinstance(t, DeviceArrayType) for a in argtypes for t in flat_types(a))
+
+
 def cpu_threads() -> int:
     """Numba's thread count (NUMBA_NUM_THREADS), which the CPU target follows."""
     from numba.core import config
@@ -86,7 +93,8 @@ def compile_state(state) -> CompiledFunction:
         run_pipeline(module, pipeline)
         lowered = str(module)
         ptx = extract_ptx(module) if options and options.format == "isa" else None
-        jitted = jit(module, name, gpu=choice.builds_gpu_code) if choice.runs else None
+        jitted = jit(module, name, gpu=choice.builds_gpu_code,
+                     device_results=takes_device_arrays(state.args)) if choice.runs else None
     compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, exceptions,
                                 options, ptx, context)
     _dump(compiled)

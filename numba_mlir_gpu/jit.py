@@ -7,8 +7,8 @@ the last one at storage for the (struct of) results.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
+import hashlib
 from dataclasses import dataclass, field
 
 from ._libs import runtime_library
@@ -30,21 +30,17 @@ llvm.func @_mlir_memref_to_llvm_free(%p: !llvm.ptr) {
 }
 """
 
-# CUDA managed memory: reachable from host code and from kernels alike.
+# The GPU runtime (runtime/device.py): managed memory unless
+# runtime/placement.py finds that only the GPU touches the array.
 _GPU_ALLOCATOR = """
-llvm.func @mgpuMemAlloc(i64, !llvm.ptr, i8) -> !llvm.ptr
-llvm.func @mgpuMemFree(!llvm.ptr, !llvm.ptr)
+llvm.func @nmg_alloc_managed(i64) -> !llvm.ptr
+llvm.func @nmg_free(!llvm.ptr)
 llvm.func @_mlir_memref_to_llvm_alloc(%n: i64) -> !llvm.ptr {
-  %stream = llvm.mlir.zero : !llvm.ptr
-  %shared = llvm.mlir.constant(1 : i8) : i8
-  %one = llvm.mlir.constant(1 : i64) : i64
-  %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
-  %p = llvm.call @mgpuMemAlloc(%size, %stream, %shared) : (i64, !llvm.ptr, i8) -> !llvm.ptr
+  %p = llvm.call @nmg_alloc_managed(%n) : (i64) -> !llvm.ptr
   llvm.return %p : !llvm.ptr
 }
 llvm.func @_mlir_memref_to_llvm_free(%p: !llvm.ptr) {
-  %stream = llvm.mlir.zero : !llvm.ptr
-  llvm.call @mgpuMemFree(%p, %stream) : (!llvm.ptr, !llvm.ptr) -> ()
+  llvm.call @nmg_free(%p) : (!llvm.ptr) -> ()
   llvm.return
 }
 """
@@ -60,6 +56,8 @@ def add_allocator(module: ir.Module, gpu: bool) -> None:
 def run_pipeline(module: ir.Module, pipeline) -> None:
     """Run a textual pipeline, or a list of textual pipelines and Python
     rewrites (callables taking the module)."""
+    global PIPELINE_RUNS
+    PIPELINE_RUNS += 1
     for stage in [pipeline] if isinstance(pipeline, str) else pipeline:
         if callable(stage):
             stage(module)
@@ -75,45 +73,79 @@ def _cuda_runtime_libs() -> tuple[str, ...]:
     return (runtime_library("mlir_cuda_runtime"), runtime_library("mlir_runner_utils"))
 
 
-@functools.lru_cache(maxsize=None)
-def array_destructor(gpu: bool) -> int:
-    """Address of `void dtor(void *data)` that frees a returned array."""
-    if gpu:
-        lib = ctypes.CDLL(_cuda_runtime_libs()[0], mode=ctypes.RTLD_GLOBAL)
-        return ctypes.cast(lib.mgpuMemFree, ctypes.c_void_p).value
-    return ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p).value
-
-
-@functools.lru_cache(maxsize=None)
-def stream_synchronize_address() -> int:
-    """Address of the CUDA runtime wrapper `mgpuStreamSynchronize(stream)`."""
-    lib = ctypes.CDLL(_cuda_runtime_libs()[0], mode=ctypes.RTLD_GLOBAL)
-    return ctypes.cast(lib.mgpuStreamSynchronize, ctypes.c_void_p).value
+def array_destructor_symbol(gpu: bool) -> str:
+    """The function (`void dtor(void *data)`) that frees a returned array."""
+    return "nmg_free" if gpu else "free"
 
 
 _LIVE_ENGINES: list = []
 
+# How many times the MLIR pass pipeline ran in this process (tests check
+# that a function loaded from Numba's on-disk cache did not run it).
+PIPELINE_RUNS = 0
+
 
 @dataclass
 class JitFunction:
-    """A compiled entry point; keeps its engine (and so its code) alive."""
+    """A compiled entry point; keeps its engine (and so its code) alive.
+
+    `symbol` names the entry for Numba's linker: registered with llvmlite in
+    every process that loads the code, never baked in as an address."""
     engine: object
     name: str
     address: int
     gpu: bool
     llvm_mlir: str = ""
+    symbol: str = ""
     keepalive: list = field(default_factory=list)
 
+    def reloader(self) -> "Reload":
+        return Reload(self.llvm_mlir, self.name, self.gpu, self.symbol)
 
-def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3) -> JitFunction:
-    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
+
+@dataclass
+class Reload:
+    """Re-JITs cached host code (post-pipeline MLIR) in a new process before
+    Numba links the cached wrapper; picklable, runs as a `reload_init`."""
+    llvm_mlir: str
+    name: str
+    gpu: bool
+    symbol: str
+
+    def __call__(self) -> None:
+        context = ir.Context()
+        with context, ir.Location.unknown():
+            module = ir.Module.parse(self.llvm_mlir)
+            jitted = _engine(module, self.name, self.gpu, self.llvm_mlir)
+        jitted.keepalive.append(context)
+        _RELOADED.append(jitted)
+
+
+_RELOADED: list = []
+
+
+def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3,
+        device_results: bool = False) -> JitFunction:
+    """JIT a module the pipeline lowered to the LLVM dialect. On the GPU the
+    host code is first rewritten for placement and streams (runtime/placement.py);
+    `device_results`: the call gets device arrays, so results stay there."""
     if gpu:
-        array_destructor(True)     # load the runtime before the engine resolves symbols
-    lowered = str(module)
+        from .runtime.placement import place_memory
+        place_memory(module, name, device_results)
+    return _engine(module, name, gpu, str(module), opt_level)
+
+
+def _engine(module: ir.Module, name: str, gpu: bool, text: str,
+            opt_level: int = 3) -> JitFunction:
+    from llvmlite import binding as ll
+    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)
     except Exception as exc:   # the engine reports failures as plain RuntimeError
         raise MLIRCompilationError(f"MLIR ExecutionEngine failed: {exc}") from None
+    if gpu:
+        from .runtime.device import register_runtime
+        register_runtime(engine)
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear
@@ -122,7 +154,10 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3) -> JitFunct
     address = engine.raw_lookup(name)
     if not address:
         raise MLIRCompilationError(f"symbol {name!r} not found in the JIT-ed module")
-    return JitFunction(engine, name, address, gpu, lowered)
+    # Same text, same code: a digest names the entry across processes.
+    symbol = f"numba_mlir_gpu_{name}_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+    ll.add_symbol(symbol, address)
+    return JitFunction(engine, name, address, gpu, text, symbol)
 
 
 def extract_ptx(module: ir.Module) -> list[str]:

@@ -9,16 +9,14 @@ promises that iterations are independent, so the order between copies is free.
 A block whose iterations are all in range runs the copies unguarded; only
 the last block checks bounds, one iteration at a time.
 
-`launch_on_module_stream` gives every synchronous `gpu.launch_func` a stream
-made once per module, and synchronizes it after the launch. Without it the
-LLVM translation creates and destroys a CUDA stream around every launch
-(about 30 us a call, measured on an H100).
+Streams are not this module's business: runtime/placement.py puts every
+launch on the default stream when the module is JIT-ed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._mlir import arith, gpu, ir, llvm, scf
+from ._mlir import arith, ir, scf
 
 
 @dataclass(frozen=True)
@@ -141,72 +139,3 @@ def _nested_in_parallel(op: ir.Operation) -> bool:
             return True
         parent = parent.parent
     return False
-
-
-# One CUDA stream per module, created by its first launch and kept (like the
-# module's code, never unloaded). Launches cannot use the default stream here:
-# mgpuStreamSynchronize(NULL) needs a current context, which a thread that
-# never touched CUDA itself does not have.
-_MODULE_STREAM = """
-llvm.mlir.global internal @__numba_mlir_gpu_stream() {addr_space = 0 : i32} : !llvm.ptr {
-  %z = llvm.mlir.zero : !llvm.ptr
-  llvm.return %z : !llvm.ptr
-}
-llvm.func @mgpuStreamCreate() -> !llvm.ptr
-llvm.func @mgpuStreamSynchronize(!llvm.ptr)
-llvm.func internal @__numba_mlir_gpu_get_stream() -> !llvm.ptr {
-  %slot = llvm.mlir.addressof @__numba_mlir_gpu_stream : !llvm.ptr
-  %s = llvm.load %slot : !llvm.ptr -> !llvm.ptr
-  %z = llvm.mlir.zero : !llvm.ptr
-  %missing = llvm.icmp "eq" %s, %z : !llvm.ptr
-  llvm.cond_br %missing, ^create, ^done(%s : !llvm.ptr)
-^create:
-  %new = llvm.call @mgpuStreamCreate() : () -> !llvm.ptr
-  llvm.store %new, %slot : !llvm.ptr, !llvm.ptr
-  llvm.br ^done(%new : !llvm.ptr)
-^done(%stream: !llvm.ptr):
-  llvm.return %stream : !llvm.ptr
-}
-"""
-
-
-def launch_on_module_stream(module) -> None:
-    """Synchronous launches -> launches on the module's stream, then
-    `mgpuStreamSynchronize(stream)`: same ordering, no stream per launch."""
-    launches = []
-
-    def visit(op):
-        if op.name == "gpu.launch_func" and not _has_stream(op):
-            launches.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    if not launches:
-        return
-    present = _symbols(module)
-    for op in ir.Module.parse(_MODULE_STREAM).body.operations:
-        if op.attributes["sym_name"].value not in present:
-            module.body.append(op.detach_from_parent())
-    ptr = ir.Type.parse("!llvm.ptr")
-    for op in launches:
-        view = op.opview
-        with ir.InsertionPoint(op), op.location:
-            stream = llvm.CallOp(ptr, [], [], [], callee="__numba_mlir_gpu_get_stream").result
-            gpu.LaunchFuncOp(
-                list(ir.SymbolRefAttr(view.kernel).value),
-                (view.gridSizeX, view.gridSizeY, view.gridSizeZ),
-                (view.blockSizeX, view.blockSizeY, view.blockSizeZ),
-                list(view.kernelOperands),
-                dynamic_shared_memory_size=view.dynamicSharedMemorySize,
-                async_object=stream)
-            llvm.CallOp(None, [stream], [], [], callee="mgpuStreamSynchronize")
-        op.erase()
-
-
-def _has_stream(op: ir.Operation) -> bool:
-    view = op.opview
-    return view.asyncObject is not None or len(op.results) > 0
-
-
-def _symbols(module) -> set:
-    return {op.attributes["sym_name"].value for op in module.body.operations
-            if "sym_name" in op.attributes}

@@ -2,19 +2,24 @@
 
 numba.cuda device arrays, CuPy arrays and PyTorch CUDA tensors are typed as
 `DeviceArrayType` (an Array whose data pointer is a device pointer) and are
-passed to compiled code in place, with no copy. They are unboxed through a
-NumPy view of the device pointer (never dereferenced on the host), which
-keeps the original object alive for the duration of the call.
+passed to compiled code in place, with no copy. Unboxing reads the pointer,
+shape and strides straight into Numba's array struct (CuPy arrays through
+their own attributes, which is cheaper than building the interface dict);
+the original object is the struct's parent, so returning the argument gives
+back the same object. Arrays a GPU function computes from device arrays are
+returned on the device too: a CuPy array when CuPy is importable, else an
+object exposing `__cuda_array_interface__`.
 """
 from __future__ import annotations
 
 import abc
 
 import numpy as np
-from numba.core import types
-from numba.core.boxing import unbox_array
+from llvmlite import ir
+from numba.core import cgutils, types
 from numba.core.datamodel import models, register_default
-from numba.core.extending import typeof_impl, unbox
+from numba.core.extending import NativeValue, box, typeof_impl, unbox
+from numba.np.arrayobj import populate_array
 from numba.core.typing.typeof import Purpose
 
 
@@ -69,44 +74,168 @@ def _layout(shape, strides, itemsize) -> str:
     return "C" if tuple(strides) == tuple(c_strides) else "A"
 
 
+_CUPY_TYPES: set = set()
+
+
+def _is_cupy(cls) -> bool:
+    if cls in _CUPY_TYPES:
+        return True
+    if cls.__name__ == "ndarray" and cls.__module__.split(".")[0] == "cupy":
+        _CUPY_TYPES.add(cls)
+        return True
+    return False
+
+
+_TYPES: dict = {}
+
+
 @typeof_impl.register(CudaArrayLike)
 def typeof_cuda_array(val, c):
-    desc = _interface(val)
-    if desc is None:
-        return None
-    dtype = np.dtype(desc["typestr"])
+    if _is_cupy(type(val)):      # no interface dict: read CuPy's attributes
+        contiguous = getattr(val, "_c_contiguous", None)   # CuPy's C attribute
+        if contiguous is None:
+            contiguous = val.flags.c_contiguous
+        key = (val.dtype, val.ndim, contiguous, False)
+    else:
+        desc = _interface(val)
+        if desc is None:
+            return None
+        dtype = np.dtype(desc["typestr"])
+        key = (dtype, len(desc["shape"]),
+               _layout(desc["shape"], desc.get("strides"), dtype.itemsize) == "C",
+               bool(desc["data"][1]))
+    try:
+        return _TYPES[key]
+    except KeyError:
+        pass
     from numba.np import numpy_support
-    return DeviceArrayType(numpy_support.from_dtype(dtype), len(desc["shape"]),
-                           _layout(desc["shape"], desc.get("strides"), dtype.itemsize),
-                           readonly=bool(desc["data"][1]))
+    dtype, ndim, contiguous, readonly = key
+    ty = DeviceArrayType(numpy_support.from_dtype(np.dtype(dtype)), ndim,
+                         "C" if contiguous else "A", readonly=readonly)
+    _TYPES[key] = ty
+    return ty
 
 
-class _DeviceBuffer:
-    """Presents a device buffer through `__array_interface__` so that NumPy
-    can describe it; holds the owner alive."""
-
-    def __init__(self, owner, desc):
-        self.owner = owner
-        self.__array_interface__ = {
-            "shape": tuple(desc["shape"]), "typestr": np.dtype(desc["typestr"]).str,
-            "data": (desc["data"][0] or 0, False), "strides": desc.get("strides"),
-            "version": 3,
-        }
-
-
-def device_view(obj) -> np.ndarray:
-    """A NumPy array whose data pointer is `obj`'s device pointer."""
-    return np.asarray(_DeviceBuffer(obj, obj.__cuda_array_interface__))
+def device_fields(obj) -> tuple:
+    """(data pointer, shape, strides in bytes or None when C-contiguous)."""
+    if _is_cupy(type(obj)):
+        return obj.data.ptr, obj.shape, obj.strides
+    desc = obj.__cuda_array_interface__
+    return desc["data"][0] or 0, desc["shape"], desc.get("strides")
 
 
 @unbox(DeviceArrayType)
 def unbox_device_array(typ, obj, c):
-    fn = c.pyapi.unserialize(c.pyapi.serialize_object(device_view))
-    view = c.pyapi.call_function_objargs(fn, [obj])
-    c.pyapi.decref(fn)
-    native = unbox_array(types.Array(typ.dtype, typ.ndim, typ.layout), view, c)
-    c.pyapi.decref(view)
-    return native
+    """Numba's array struct over the device pointer, no meminfo (the caller
+    owns the buffer for the duration of the call), parent = the object."""
+    context, builder, pyapi = c.context, c.builder, c.pyapi
+    fn = pyapi.unserialize(pyapi.serialize_object(device_fields))
+    fields = pyapi.call_function_objargs(fn, [obj])
+    pyapi.decref(fn)
+    ary = context.make_array(typ)(context, builder)
+    failed = cgutils.is_null(builder, fields)
+    with builder.if_then(builder.not_(failed), likely=True):
+        itemsize = context.get_abi_sizeof(context.get_data_type(typ.dtype))
+        data = pyapi.long_as_voidptr(pyapi.tuple_getitem(fields, 0))
+        shape_t = pyapi.tuple_getitem(fields, 1)
+        shape = [pyapi.long_as_longlong(pyapi.tuple_getitem(shape_t, i))
+                 for i in range(typ.ndim)]
+        strides_t = pyapi.tuple_getitem(fields, 2)
+        contiguous = _c_strides(builder, shape, itemsize)
+        strides = []
+        is_none = builder.icmp_unsigned("==", strides_t, pyapi.borrow_none())
+        for i in range(typ.ndim):
+            slot = cgutils.alloca_once_value(builder, contiguous[i])
+            with builder.if_then(builder.not_(is_none)):
+                builder.store(pyapi.long_as_longlong(pyapi.tuple_getitem(strides_t, i)), slot)
+            strides.append(builder.load(slot))
+        populate_array(ary, data=builder.bitcast(data, ary.data.type), shape=shape,
+                       strides=strides, itemsize=context.get_constant(types.intp, itemsize),
+                       meminfo=None, parent=obj)
+        pyapi.decref(fields)
+    return NativeValue(ary._getvalue(), is_error=failed)
 
 
-__all__ = ["DeviceArrayType", "Purpose"]
+def _c_strides(builder, shape, itemsize: int) -> list:
+    strides, acc = [], ir.Constant(ir.IntType(64), itemsize)
+    for extent in reversed(shape):
+        strides.insert(0, acc)
+        acc = builder.mul(acc, extent)
+    return strides
+
+
+def wrap_device_result(owner, ptr: int, shape: tuple, strides: tuple, dtype):
+    """A fresh array on the GPU, handed to Python: `owner` (Numba's MemInfo)
+    frees it when the returned object dies."""
+    nbytes = dtype.itemsize
+    for extent in shape:
+        nbytes *= extent
+    try:
+        import cupy
+    except ImportError:
+        return DeviceResult(owner, ptr, shape, strides, dtype)
+    memory = cupy.cuda.UnownedMemory(ptr, max(nbytes, 1), owner)
+    return cupy.ndarray(shape, dtype, cupy.cuda.MemoryPointer(memory, 0), strides)
+
+
+class DeviceResult:
+    """A GPU array without CuPy: use it through `__cuda_array_interface__`
+    (cupy.asarray, numba.cuda.as_cuda_array, torch.as_tensor)."""
+
+    def __init__(self, owner, ptr, shape, strides, dtype):
+        self._owner = owner
+        self.shape, self.strides, self.dtype = tuple(shape), tuple(strides), np.dtype(dtype)
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "strides": self.strides, "typestr": self.dtype.str,
+            "data": (ptr, False), "version": 3, "stream": 1,   # the legacy default stream
+        }
+
+    def __repr__(self):
+        return f"DeviceResult(shape={self.shape}, dtype={self.dtype})"
+
+
+@box(DeviceArrayType)
+def box_device_array(typ, val, c):
+    """The argument object itself when the array is one; else a new device
+    array owning the result's memory."""
+    context, builder, pyapi = c.context, c.builder, c.pyapi
+    ary = context.make_array(typ)(context, builder, val)
+    result = cgutils.alloca_once(builder, pyapi.pyobj)
+    has_parent = cgutils.is_not_null(builder, ary.parent)
+    with builder.if_else(has_parent) as (passed_in, fresh):
+        with passed_in:
+            pyapi.incref(ary.parent)
+            builder.store(ary.parent, result)
+            context.nrt.decref(builder, typ, val)
+        with fresh:
+            owner = pyapi.nrt_meminfo_as_pyobject(ary.meminfo)   # takes the reference
+            ptr = pyapi.long_from_ulonglong(builder.ptrtoint(ary.data, ir.IntType(64)))
+            shape = pyapi.tuple_pack([pyapi.long_from_longlong(v) for v in
+                                      cgutils.unpack_tuple(builder, ary.shape, typ.ndim)])
+            strides = pyapi.tuple_pack([pyapi.long_from_longlong(v) for v in
+                                        cgutils.unpack_tuple(builder, ary.strides, typ.ndim)])
+            dtype = pyapi.unserialize(pyapi.serialize_object(np.dtype(str(typ.dtype))))
+            fn = pyapi.unserialize(pyapi.serialize_object(wrap_device_result))
+            obj = pyapi.call_function_objargs(fn, [owner, ptr, shape, strides, dtype])
+            for tmp in (owner, ptr, shape, strides, dtype, fn):
+                pyapi.decref(tmp)
+            builder.store(obj, result)
+    return builder.load(result)
+
+
+def device_result_type(restype, origins):
+    """`restype` with each array the function allocates (origin None) typed
+    as a device array, so that it is boxed on the GPU."""
+    if isinstance(restype, types.BaseTuple):
+        return types.Tuple([device_result_type(t, origins) for t in restype.types])
+    if isinstance(restype, types.Array) and not isinstance(restype, DeviceArrayType):
+        if next(origins) is None:
+            return DeviceArrayType(restype.dtype, restype.ndim, restype.layout,
+                                   readonly=not restype.mutable)
+        return restype
+    if isinstance(restype, types.Array):
+        next(origins)
+    return restype
+
+
+__all__ = ["DeviceArrayType", "DeviceResult", "Purpose"]

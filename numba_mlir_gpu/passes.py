@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .deallocation import lower_general_deallocs
-from .launch import TileParallelLoops, launch_on_module_stream
+from .launch import TileParallelLoops
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
 # array that is not returned (returned arrays are owned by the caller). This
@@ -117,7 +117,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
     return _DEALLOCATION + [barriers_from_markers, prepare, tile, outline, ieee_sqrt_in_kernels,
-                            precise_libm_calls, compile_, launch_on_module_stream]
+                            precise_libm_calls, compile_]
 
 
 def barriers_from_markers(module) -> None:

@@ -7,7 +7,8 @@ from numba.core.compiler import CompilerBase, _LowerResult
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NoPythonBackend
 
-from .compile import compile_state
+from .compile import compile_state, takes_device_arrays
+from .memory import device_result_type
 from .lowering.frontend import typed_passes
 from .wrapper import EntryCallLower
 
@@ -24,8 +25,13 @@ class MLIRLowering(LoweringPass):
 
     def run_pass(self, state):
         compiled = compile_state(state)
+        if compiled.target.name == "gpu" and takes_device_arrays(state.args):
+            # compute follows data: arrays made from device arrays stay there
+            state.return_type = device_result_type(state.return_type,
+                                                   iter(compiled.plan.array_origins))
         if state.library is None:
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+            state.library.enable_object_caching()     # as Numba's lowering: cache=True
         library, targetctx, flags = state.library, state.targetctx, state.flags
         fndesc = funcdesc.PythonFunctionDescriptor.from_specialized_function(
             state.func_ir, state.typemap, state.return_type, state.calltypes,
@@ -39,12 +45,14 @@ class MLIRLowering(LoweringPass):
                 lower.create_cpython_wrapper(flags.release_gil)
             env, call_helper = lower.env, lower.call_helper
         # The engine must outlive every call of the function: the library
-        # (held by the dispatcher's overload) keeps it. The wrapper embeds the
-        # JIT-ed address, valid in this process only: marking it a dynamic
-        # global makes cache=True skip it with Numba's own warning.
+        # (held by the dispatcher's overload) keeps it. The wrapper calls the
+        # entry by a symbol registered in each process, so Numba's cache can
+        # keep the wrapper; a process loading it from the cache re-JITs the
+        # post-pipeline MLIR first (reload_init runs before linking).
         library._numba_mlir_gpu = compiled
-        library._dynamic_globals.append(compiled.name)
         state.metadata["numba_mlir_gpu"] = compiled
+        if compiled.jitted is not None:
+            state.reload_init.append(compiled.jitted.reloader())
         if flags.no_compile:
             state["cr"] = _LowerResult(fndesc, call_helper, cfunc=None, env=env)
         else:

@@ -16,7 +16,7 @@ from numba.core import cgutils, lowering, types
 from numba.core.runtime import _nrt_python
 from numba.np.arrayobj import populate_array
 
-from .jit import JitFunction, array_destructor, stream_synchronize_address
+from .jit import JitFunction, array_destructor_symbol
 from .memory import DeviceArrayType
 from .lowering.types import flat_types, is_static
 from .lowering.values import ReturnPlan
@@ -25,13 +25,27 @@ _I8P = llir.IntType(8).as_pointer()
 _I64 = llir.IntType(64)
 
 
+_MANAGE_MEMORY = "numba_mlir_gpu_NRT_manage_memory"
+
+
 @functools.lru_cache(maxsize=None)
-def _nrt_manage_memory() -> int:
-    """Address of NRT's `MemInfo *manage_memory(void *data, void (*dtor)(void *))`
-    (third entry of the NRT_api_functions table)."""
+def _register_nrt_manage_memory() -> None:
+    """NRT's `MemInfo *manage_memory(void *data, void (*dtor)(void *))` (third
+    entry of the NRT_api_functions table) as a symbol Numba's linker resolves
+    in each process (an address baked into the wrapper would defeat caching)."""
+    from llvmlite import binding as ll
     get_api = ctypes.CFUNCTYPE(ctypes.c_void_p)(_nrt_python.c_helpers["get_api"])
     table = ctypes.cast(get_api(), ctypes.POINTER(ctypes.c_void_p))
-    return table[2]
+    ll.add_symbol(_MANAGE_MEMORY, table[2])
+
+
+_register_nrt_manage_memory()
+
+# Failures the GPU runtime records (runtime/device.py), raised after the call.
+_GPU_FAILURES = {
+    1: (MemoryError, ("numba-mlir-gpu: out of GPU memory (a device allocation failed)",)),
+    2: (RuntimeError, ("numba-mlir-gpu: a GPU kernel launch failed",)),
+}
 
 
 class CompileOnlyError(RuntimeError):
@@ -79,16 +93,16 @@ class EntryCallLower(lowering.Lower):
         packed = cgutils.alloca_once(builder, _I8P, size=max(len(slots), 1))
         for i, slot in enumerate(slots):
             builder.store(slot, builder.gep(packed, [llir.Constant(llir.IntType(32), i)]))
-        if self.jitted.gpu and any(isinstance(t, DeviceArrayType) for t in fndesc.argtypes):
-            self._wait_for_default_stream()
         fnty = llir.FunctionType(llir.VoidType(), [_I8P.as_pointer()])
-        fnptr = builder.inttoptr(llir.Constant(_I64, self.jitted.address), fnty.as_pointer())
-        builder.call(fnptr, [packed])
+        entry = cgutils.get_or_insert_function(builder.module, fnty, self.jitted.symbol)
+        builder.call(entry, [packed])
         loaded = builder.load(result_slot)
         if len(result_types) == 1:
             results = [loaded]
         else:
             results = [builder.extract_value(loaded, i) for i in range(len(result_types))]
+        if self.jitted.gpu and self._results_read_on_host(fndesc.restype):
+            self._call_runtime("nmg_sync", llir.FunctionType(llir.VoidType(), []), [])
         self._raise_on_status(results[0], results[1:])
         results = results[1:]
         retval = self._rebuild(fndesc.restype, iter(results), iter(self.plan.array_origins),
@@ -96,13 +110,17 @@ class EntryCallLower(lowering.Lower):
         self.call_conv.return_value(
             builder, self.context.get_return_value(builder, fndesc.restype, retval))
 
-    def _wait_for_default_stream(self) -> None:
-        """Our kernels run on streams of their own: let work already queued
-        on the default stream (CuPy's, PyTorch's) finish first."""
-        fnty = llir.FunctionType(llir.VoidType(), [_I8P])
-        sync = self.builder.inttoptr(llir.Constant(_I64, stream_synchronize_address()),
-                                     fnty.as_pointer())
-        self.builder.call(sync, [llir.Constant(_I8P, None)])
+    def _call_runtime(self, name: str, fnty, args):
+        fn = cgutils.get_or_insert_function(self.builder.module, fnty, name)
+        return self.builder.call(fn, args)
+
+    def _results_read_on_host(self, restype) -> bool:
+        """Arrays the function allocates and the caller reads on the host:
+        the kernels writing them must have finished (everything else is
+        ordered on the default stream, or waited for inside the function)."""
+        origins = iter(self.plan.array_origins)
+        return any(isinstance(t, types.Array) and next(origins) is None
+                   and not isinstance(t, DeviceArrayType) for t in flat_types(restype))
 
     # -- arguments -------------------------------------------------------------
 
@@ -127,19 +145,30 @@ class EntryCallLower(lowering.Lower):
     # -- results ---------------------------------------------------------------
 
     def _raise_on_status(self, status, results: list) -> None:
-        """A non-zero status raises its exception (after freeing the
-        placeholder arrays the error path returned)."""
-        if not self.exceptions:
-            return
+        """A non-zero status (or, on the GPU, a failure the runtime recorded)
+        raises its exception, after freeing the arrays the call returned."""
         builder = self.builder
-        failed = builder.icmp_unsigned("!=", status, llir.Constant(status.type, 0))
+        gpu = self.jitted.gpu
+        if not self.exceptions and not gpu:
+            return
+        zero = llir.Constant(status.type, 0)
+        failure = zero
+        if gpu:
+            failure = self._call_runtime("nmg_take_failure", llir.FunctionType(status.type, []),
+                                         [])
+        failed = builder.or_(builder.icmp_unsigned("!=", status, zero),
+                             builder.icmp_unsigned("!=", failure, zero))
         with cgutils.if_unlikely(builder, failed):
             dtor_ty = llir.FunctionType(llir.VoidType(), [_I8P])
-            dtor = builder.inttoptr(llir.Constant(_I64, array_destructor(self.jitted.gpu)),
-                                    dtor_ty.as_pointer())
+            dtor = cgutils.get_or_insert_function(builder.module, dtor_ty,
+                                                  array_destructor_symbol(gpu))
             for value in results:
                 if isinstance(value.type, llir.LiteralStructType):   # a memref descriptor
                     builder.call(dtor, [builder.extract_value(value, 0)])
+            for code, (exc_class, exc_args) in _GPU_FAILURES.items() if gpu else ():
+                is_code = builder.icmp_unsigned("==", failure, llir.Constant(status.type, code))
+                with cgutils.if_unlikely(builder, is_code):
+                    self.call_conv.return_user_exc(builder, exc_class, exc_args)
             for code, (exc_class, exc_args) in enumerate(self.exceptions, start=1):
                 is_code = builder.icmp_unsigned("==", status, llir.Constant(status.type, code))
                 with cgutils.if_unlikely(builder, is_code):
@@ -182,8 +211,10 @@ class EntryCallLower(lowering.Lower):
         offset = builder.extract_value(desc, 2)
         itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
         manage_ty = llir.FunctionType(_I8P, [_I8P, _I8P])
-        manage = builder.inttoptr(llir.Constant(_I64, _nrt_manage_memory()), manage_ty.as_pointer())
-        dtor = builder.inttoptr(llir.Constant(_I64, array_destructor(self.jitted.gpu)), _I8P)
+        manage = cgutils.get_or_insert_function(builder.module, manage_ty, _MANAGE_MEMORY)
+        dtor_ty = llir.FunctionType(llir.VoidType(), [_I8P])
+        dtor = builder.bitcast(cgutils.get_or_insert_function(
+            builder.module, dtor_ty, array_destructor_symbol(self.jitted.gpu)), _I8P)
         meminfo = builder.call(manage, [allocated, dtor])
         data = builder.gep(builder.bitcast(aligned, context.get_data_type(ty.dtype).as_pointer()),
                            [offset])

@@ -109,16 +109,6 @@ def test_returned_arrays_are_owned_by_numba_runtime(monkeypatch):
     assert after.mi_free - before.mi_free == 20       # ... both freed by Python
 
 
-def test_cache_true_is_refused_with_numbas_warning(monkeypatch, tmp_path):
-    """On-disk caching is not implemented yet: the function still compiles
-    and runs, and Numba says it did not cache it."""
-    from numba.core.errors import NumbaWarning
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    fn = numba_mlir_gpu.njit(target="cpu", cache=True)(double)
-    with pytest.warns(NumbaWarning, match="Cannot cache"):
-        np.testing.assert_array_equal(fn(np.ones(3)), 2 * np.ones(3))
-
-
 def test_compile_time_arguments_are_not_passed_to_mlir():
     """A dtype class or a jitted function as an argument is a compile-time
     value: the other arguments must still arrive intact."""

@@ -61,10 +61,82 @@ def test_torch_cuda_tensors():
     np.testing.assert_array_equal(y.cpu().numpy(), 0.5 * np.arange(4096, dtype=np.float32))
 
 
-def test_new_array_from_device_input(cp):
+def test_new_array_from_device_input_stays_on_the_device(cp):
+    """Compute follows data: the result is a CuPy array over device memory."""
     x = cp.arange(5000, dtype=cp.float64)
     out = gpu_fn(scaled_copy)(2.0, x)
-    np.testing.assert_array_equal(np.asarray(out), 2.0 * np.arange(5000))
+    assert isinstance(out, cp.ndarray)
+    np.testing.assert_array_equal(out.get(), 2.0 * np.arange(5000))
+    # CuPy work queued on the default stream sees the kernel's writes
+    np.testing.assert_array_equal((out + 1).get(), 2.0 * np.arange(5000) + 1)
+
+
+def test_device_results_are_freed(cp):
+    fn = gpu_fn(scaled_copy)
+    x = cp.ones(1 << 24, dtype=cp.float32)         # 64 MiB per result
+    for _ in range(200):                          # 12.8 GiB if none were freed
+        out = fn(np.float32(3), x)
+        del out
+    assert float(fn(np.float32(3), x)[-1]) == 3.0
+
+
+def test_device_argument_returned_is_the_same_object(cp):
+    def passthrough(x):
+        for i in prange(x.shape[0]):
+            x[i] += 1
+        return x
+    x = cp.zeros(10, dtype=cp.int64)
+    assert gpu_fn(passthrough)(x) is x
+    np.testing.assert_array_equal(x.get(), np.ones(10))
+
+
+def test_device_results_without_cupy_expose_the_interface(cp, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy":
+            raise ImportError("hidden for the test")
+        return real_import(name, *args, **kwargs)
+    x = cp.arange(100, dtype=cp.float32)
+    fn = gpu_fn(scaled_copy)
+    fn(np.float32(2), x)                            # compiled with CuPy visible
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    out = fn(np.float32(2), x)
+    monkeypatch.undo()
+    assert not isinstance(out, cp.ndarray)
+    np.testing.assert_array_equal(cp.asarray(out).get(), 2 * np.arange(100, dtype=np.float32))
+
+
+def test_kernels_are_ordered_with_cupy_work_on_the_default_stream(cp):
+    """No synchronisation before or after the call: ordering comes from
+    sharing CuPy's (legacy default) stream."""
+    fn = gpu_fn(saxpy_inplace)
+    for _ in range(20):
+        x = cp.random.random(1 << 22)
+        y = x * 2                        # CuPy kernel, still running maybe
+        fn(1.0, x, y)                    # y = x + 2x
+        z = y - 3 * x                    # CuPy reads our result
+        assert float(cp.abs(z).max()) < 1e-12
+
+
+def test_out_of_gpu_memory_is_a_python_error(cp):
+    """Device memory (not managed) from the pool: a failed allocation raises
+    MemoryError, later kernels are skipped and the context stays usable."""
+    def fill(x, n):                  # the result stays on the GPU: device memory
+        a = np.empty(n)
+        for i in prange(n):
+            a[i] = x[0]
+        return a
+    fn = gpu_fn(fill)
+    x = cp.full(1, 2.5)
+    assert float(fn(x, 1000).sum()) == 2500.0
+    free, total = cp.cuda.runtime.memGetInfo()
+    with pytest.raises(MemoryError, match="out of GPU memory"):
+        fn(x, 2 * total // 8)            # twice the device's memory, in float64
+    assert float(fn(x, 1000).sum()) == 2500.0
+    x = cp.arange(10)
+    assert int(x.sum()) == 45
 
 
 def test_reduction_on_device_array_is_deterministic(cp):

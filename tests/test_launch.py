@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from numba import prange
 
-from numba_mlir_gpu import inspect_mlir
 from numba_mlir_gpu.passes import ENV_LAUNCH
 
 from .support import TARGETS, check
-from .test_codegen import all_ptx, compile_only, two_loops
+from .test_codegen import all_ptx, compile_only
 
 # 256 threads x 4 iterations: one block covers 1024; sizes around both edges
 SIZES = [1, 7, 255, 256, 257, 1023, 1024, 1025, 3 * 1024 + 5]
@@ -101,14 +100,3 @@ def test_launch_shape_from_the_environment(monkeypatch):
     monkeypatch.setenv(ENV_LAUNCH, "lots")
     with pytest.raises(Exception, match="THREADSxELEMENTS"):
         compile_only(axpy, np.float32(2), x, x, x.copy())
-
-
-def test_launches_share_one_stream_per_module():
-    lowered = inspect_mlir(compile_only(two_loops, np.ones(16), np.ones(16)), stage="lowered")
-    launches = [line for line in lowered.splitlines() if "gpu.launch_func" in line]
-    assert len(launches) == 2
-    # each launch names its stream, so the LLVM translation creates none around it
-    assert all(re.search(r"gpu\.launch_func\s+<%\w+ : !llvm\.ptr>", line) for line in launches)
-    assert lowered.count("llvm.call @mgpuStreamCreate") == 1       # made once, then kept
-    assert lowered.count("llvm.call @mgpuStreamSynchronize") == 2  # after each launch
-    assert "mgpuStreamDestroy" not in lowered

@@ -1,10 +1,11 @@
 """The target-specific parts of the lowering: parallel loops, reductions and
 (on the GPU) where arrays live.
 
-GPU memory model: every array the function allocates is CUDA managed memory
-(see passes.py), so host code and kernels can both touch it. NumPy arguments
-are copied into managed mirrors at entry and copied back at exit when the
-function writes them; arrays that already live on the GPU are used in place.
+GPU memory model: each array the function allocates is device memory when
+only kernels touch it, else CUDA managed memory (runtime/placement.py
+decides after the pipeline). NumPy arguments get contiguous mirrors, filled
+at entry and copied back at exit when the function writes them; arrays that
+already live on the GPU are used in place.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..memory import DeviceArrayType
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import tree_reduce
-from .loops import delinearize, flat_parallel, product
+from .loops import delinearize, flat_parallel, product, sequential_for
 from .values import ArrayValue
 
 
@@ -72,28 +73,37 @@ class GPUStrategy(CPUStrategy):
     gpu = True
 
     def __init__(self):
-        self.mirrors: list[tuple[ir.Value, ir.Value]] = []   # (mirror, host memref)
+        self.mirrors: list[tuple] = []   # (mirror, host memref, extents, contiguous)
         self.written: set[int] = set()
+        self.overwritten: dict[int, list] = {}
 
     def prologue(self, lw) -> None:
         self.written = written_arguments(lw.func_ir)
+        self.overwritten = overwritten_arguments(lw.func_ir)
 
     def bind_array_argument(self, lw, value, ty, origin):
         if isinstance(ty, DeviceArrayType):
             return ArrayValue(value, ty, origin)      # used in place
-        if ty.layout != "C":
-            raise UnsupportedConstructError(
-                f"non-contiguous NumPy arrays ({ty}) on the GPU target", lw.loc)
-        mirror = memref.AllocOp(value.type, [memref.DimOp(value, const_index(a)).result
-                                             for a in range(ty.ndim)], []).result
-        memref.CopyOp(value, mirror)
+        extents = [memref.DimOp(value, const_index(a)).result for a in range(ty.ndim)]
+        contiguous = ty.layout == "C"
+        mirror_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ty.ndim,
+                                        ir.MemRefType(value.type).element_type)
+        mirror = memref.AllocOp(mirror_type, extents, []).result
+        if origin in self.overwritten:
+            # copied in only when the loop that writes it could miss elements
+            branch = scf.IfOp(_may_miss(lw, self.overwritten[origin], extents))
+            with ir.InsertionPoint(branch.then_block):
+                _copy(value, mirror, extents, contiguous)
+                scf.YieldOp([])
+        else:
+            _copy(value, mirror, extents, contiguous)
         if origin in self.written:
-            self.mirrors.append((mirror, value))
-        return ArrayValue(mirror, ty, origin)
+            self.mirrors.append((mirror, value, extents, contiguous))
+        return ArrayValue(mirror, ty if contiguous else ty.copy(layout="C"), origin)
 
     def epilogue(self, lw) -> None:
-        for mirror, host in self.mirrors:
-            memref.CopyOp(mirror, host)
+        for mirror, host, extents, contiguous in self.mirrors:
+            _copy(mirror, host, extents, contiguous)
 
     def check_element_access(self, lw, array: ArrayValue, loc) -> None:
         if lw.parallel_depth == 0 and isinstance(array.type, DeviceArrayType):
@@ -112,6 +122,32 @@ class GPUStrategy(CPUStrategy):
             return []
         return tree_reduce(lw.mlower.module, total, reductions,
                            lambda k, accs: body(delinearize(k, trips), accs))
+
+
+def _may_miss(lw, stops: list, extents) -> ir.Value:
+    """Could a loop running to `stops` (per dimension) miss an element?"""
+    missed = None
+    for stop, extent in zip(stops, extents):
+        kind, *where = stop
+        if kind == "const":
+            bound = const_index(where[0])
+        elif kind == "dim":
+            bound = memref.DimOp(lw.arguments[where[0]][0], const_index(where[1])).result
+        else:
+            bound = arith.IndexCastOp(ir.IndexType.get(), lw.arguments[where[0]][0]).result
+        short = arith.CmpIOp(arith.CmpIPredicate.slt, bound, extent).result
+        missed = short if missed is None else arith.OrIOp(missed, short).result
+    return missed
+
+
+def _copy(src, dst, extents, contiguous: bool) -> None:
+    """Between a NumPy argument and its mirror. Contiguous: one memref.copy,
+    which becomes one cuMemcpy (runtime/placement.py). Strided (Fortran
+    order, slices): an element loop on the host into a contiguous mirror."""
+    if contiguous:
+        memref.CopyOp(src, dst)
+        return
+    sequential_for(extents, lambda idx: memref.StoreOp(memref.LoadOp(src, idx).result, dst, idx))
 
 
 def _fold_on_host(partials, count: int, reductions) -> list:
@@ -178,3 +214,127 @@ def written_arguments(func_ir) -> set[int]:
             written.add(arg_of[name])
     return written
 
+
+
+def overwritten_arguments(func_ir) -> dict[int, list]:
+    """Array arguments the function never reads and writes with one
+    unconditional `arg[index] = ...` in a prange loop at the start of the
+    function (its entry block): argument index -> the loop's stop per
+    dimension, as ("const", n), ("dim", argument, axis) or ("value", argument).
+    The mirror of such an argument needs no copy-in when the stops cover its
+    shape (checked at run time)."""
+    from numba.core.ir_utils import guard
+    arg_of, alias_of = {}, {}
+    for block in _all_blocks(func_ir.blocks.values()):
+        for stmt in block.body:
+            if isinstance(stmt, nir.Assign) and isinstance(stmt.value, nir.Arg):
+                arg_of[stmt.target.name] = stmt.value.index
+            elif isinstance(stmt, nir.Assign) and isinstance(stmt.value, nir.Var):
+                alias_of[stmt.target.name] = stmt.value.name
+
+    def root(name):
+        seen = set()
+        while name in alias_of and name not in seen:
+            seen.add(name)
+            name = alias_of[name]
+        return arg_of.get(name)
+
+    read, writes = set(), {}
+    for block, parfor, first in _blocks_in_context(func_ir):
+        for stmt in block.body:
+            if isinstance(stmt, nir.Assign) and isinstance(stmt.value, (nir.Arg, nir.Var)):
+                continue
+            if isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
+                target = root(stmt.target.name)
+                if target is not None:
+                    index = getattr(stmt, "index", None)
+                    writes.setdefault(target, []).append(
+                        (parfor, first, index.name if isinstance(index, nir.Var) else None))
+                used = [v for v in stmt.list_vars() if v.name != stmt.target.name]
+            elif isinstance(stmt, nir.Assign) and _only_looks_at_shape(func_ir, stmt.value):
+                continue
+            else:
+                used = stmt.list_vars() if not isinstance(stmt, Parfor) else []
+            read.update(a for a in (root(v.name) for v in used) if a is not None)
+    entry = func_ir.blocks[min(func_ir.blocks)]
+    result = {}
+    for arg, places in writes.items():
+        if arg in read:
+            continue
+        for parfor, first, index in places:
+            if parfor is None or not first or parfor not in entry.body:
+                continue
+            if index != parfor.index_var.name:
+                continue
+            stops = [guard(_stop_source, func_ir, nest, arg_of) for nest in parfor.loop_nests]
+            if all(s is not None for s in stops):
+                result[arg] = stops
+                break
+    return result
+
+
+def _only_looks_at_shape(func_ir, value) -> bool:
+    """`a.shape`, `a.ndim`, `a.size`, `len(a)`: no element is read."""
+    from numba.core.ir_utils import guard
+    if isinstance(value, nir.Expr) and value.op == "getattr":
+        return value.attr in ("shape", "ndim", "size")
+    if isinstance(value, nir.Expr) and value.op == "call" and len(value.args) == 1:
+        fn = guard(func_ir.get_definition, value.func)
+        return isinstance(fn, (nir.Global, nir.FreeVar)) and fn.value is len
+    return False
+
+
+def _stop_source(func_ir, nest, arg_of):
+    from numba.core.ir_utils import GuardException
+    start, step = nest.start, nest.step
+    if not (start == 0 or _const(func_ir, start) == 0) or not (step == 1 or _const(func_ir, step) == 1):
+        raise GuardException
+    stop = nest.stop
+    if isinstance(stop, int):
+        return ("const", stop)
+    value = func_ir.get_definition(stop)
+    if isinstance(value, nir.Const) and isinstance(value.value, int):
+        return ("const", value.value)
+    if isinstance(value, nir.Arg):
+        return ("value", value.index)
+    if isinstance(value, nir.Expr) and value.op in ("static_getitem", "getitem"):
+        index = value.index if value.op == "static_getitem" else _const(func_ir, value.index)
+        shape = func_ir.get_definition(value.value)
+        if isinstance(shape, nir.Expr) and shape.op == "getattr" and shape.attr == "shape":
+            array = func_ir.get_definition(shape.value)
+            if isinstance(array, nir.Arg) and isinstance(index, int):
+                return ("dim", array.index, index)
+    if isinstance(value, nir.Expr) and value.op == "call" and len(value.args) == 1:
+        fn = func_ir.get_definition(value.func)
+        array = func_ir.get_definition(value.args[0])
+        if isinstance(fn, (nir.Global, nir.FreeVar)) and fn.value is len and \
+                isinstance(array, nir.Arg):
+            return ("dim", array.index, 0)
+    raise GuardException
+
+
+def _const(func_ir, var):
+    from numba.core.ir_utils import guard
+    value = guard(func_ir.get_definition, var) if isinstance(var, nir.Var) else var
+    return value.value if isinstance(value, nir.Const) else value
+
+
+def _all_blocks(blocks):
+    for block in blocks:
+        yield block
+        for stmt in block.body:
+            if isinstance(stmt, Parfor):
+                yield from _all_blocks([stmt.init_block, *stmt.loop_body.values()])
+
+
+def _blocks_in_context(func_ir):
+    """(block, innermost parfor or None, is the parfor body's first block)."""
+    def visit(blocks, parfor, first_label):
+        for label, block in blocks:
+            yield block, parfor, label == first_label
+            for stmt in block.body:
+                if isinstance(stmt, Parfor):
+                    yield from visit([(None, stmt.init_block)], parfor, object())
+                    yield from visit(sorted(stmt.loop_body.items()), stmt,
+                                     min(stmt.loop_body))
+    yield from visit(sorted(func_ir.blocks.items()), None, object())

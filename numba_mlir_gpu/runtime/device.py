@@ -1,0 +1,313 @@
+"""The process-wide GPU runtime that compiled host code calls.
+
+A small MLIR (LLVM dialect) module over the CUDA driver API, JIT-ed once per
+process. Its functions are registered as symbols both for every GPU module's
+ExecutionEngine and for Numba's linker (llvmlite), so no compiled code bakes
+in a process-local address (that is what lets `cache=True` work).
+
+* One stream: the legacy default stream (NULL). Kernels and copies are then
+  ordered with CuPy's and PyTorch's default-stream work without any extra
+  synchronisation, and no stream is created per launch.
+* `nmg_alloc_device`: stream-ordered device memory from the device's default
+  pool (`cuMemAllocAsync`); `nmg_alloc_managed`: CUDA managed memory, for
+  arrays host code touches; `nmg_alloc_managed_on_device`: managed memory
+  prefetched to the GPU (arrays a kernel fills and the host reads later).
+* `nmg_free` frees either kind; `nmg_memcpy` copies between any two pointers
+  (unified addressing), in stream order.
+* A failed allocation or launch is recorded (`nmg_take_failure`) instead of
+  crashing: the failed allocation returns NULL, later launches are skipped
+  and the Numba wrapper raises the Python exception.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from .cuda import require_device
+
+FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH = 0, 1, 2
+
+# name -> LLVM-dialect signature, as declared by modules that call them
+RUNTIME_FUNCTIONS = {
+    "nmg_alloc_device": "(i64) -> !llvm.ptr",
+    "nmg_alloc_managed": "(i64) -> !llvm.ptr",
+    "nmg_alloc_managed_on_device": "(i64) -> !llvm.ptr",
+    "nmg_free": "(!llvm.ptr)",
+    "nmg_memcpy": "(!llvm.ptr, !llvm.ptr, i64)",
+    "nmg_sync": "()",
+    "nmg_take_failure": "() -> i32",
+    "mgpuLaunchKernel": "(!llvm.ptr, i64, i64, i64, i64, i64, i64, i32, !llvm.ptr, "
+                        "!llvm.ptr, !llvm.ptr, i64)",
+}
+
+_RUNTIME = """
+llvm.func @cuCtxGetCurrent(!llvm.ptr) -> i32
+llvm.func @cuCtxSetCurrent(!llvm.ptr) -> i32
+llvm.func @cuDevicePrimaryCtxRetain(!llvm.ptr, i32) -> i32
+llvm.func @cuMemAllocAsync(!llvm.ptr, i64, !llvm.ptr) -> i32
+llvm.func @cuMemFreeAsync(i64, !llvm.ptr) -> i32
+llvm.func @cuMemAllocManaged(!llvm.ptr, i64, i32) -> i32
+llvm.func @cuMemFree_v2(i64) -> i32
+llvm.func @cuMemPrefetchAsync(i64, i64, i32, !llvm.ptr) -> i32
+llvm.func @cuPointerGetAttribute(!llvm.ptr, i32, i64) -> i32
+llvm.func @cuStreamSynchronize(!llvm.ptr) -> i32
+llvm.func @cuMemcpy(i64, i64, i64) -> i32
+llvm.func @cuFuncSetAttribute(!llvm.ptr, i32, i32) -> i32
+llvm.func @cuLaunchKernel(!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
+                          !llvm.ptr, !llvm.ptr) -> i32
+
+llvm.mlir.global internal @nmg_failure(0 : i32) : i32
+
+// The primary context of device 0 (the one CuPy, PyTorch and numba.cuda
+// use), made current on this thread if no context is.
+llvm.func @nmg_bind_context() {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  llvm.store %null, %slot : !llvm.ptr, !llvm.ptr
+  %0 = llvm.call @cuCtxGetCurrent(%slot) : (!llvm.ptr) -> i32
+  %ctx = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+  %none = llvm.icmp "eq" %ctx, %null : !llvm.ptr
+  llvm.cond_br %none, ^bind, ^done
+^bind:
+  %dev = llvm.mlir.constant(0 : i32) : i32
+  %1 = llvm.call @cuDevicePrimaryCtxRetain(%slot, %dev) : (!llvm.ptr, i32) -> i32
+  %primary = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+  %2 = llvm.call @cuCtxSetCurrent(%primary) : (!llvm.ptr) -> i32
+  llvm.br ^done
+^done:
+  llvm.return
+}
+
+llvm.func @nmg_fail(%kind: i32) {
+  %flag = llvm.mlir.addressof @nmg_failure : !llvm.ptr
+  llvm.store %kind, %flag : i32, !llvm.ptr
+  llvm.return
+}
+
+llvm.func @nmg_take_failure() -> i32 {
+  %flag = llvm.mlir.addressof @nmg_failure : !llvm.ptr
+  %kind = llvm.load %flag : !llvm.ptr -> i32
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.store %zero, %flag : i32, !llvm.ptr
+  llvm.return %kind : i32
+}
+
+// status != 0: record an out-of-memory failure and return NULL
+llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %ok = llvm.icmp "eq" %status, %zero : i32
+  llvm.cond_br %ok, ^ok, ^failed
+^ok:
+  %p = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+  llvm.return %p : !llvm.ptr
+^failed:
+  %oom = llvm.mlir.constant(1 : i32) : i32
+  llvm.call @nmg_fail(%oom) : (i32) -> ()
+  %null = llvm.mlir.zero : !llvm.ptr
+  llvm.return %null : !llvm.ptr
+}
+
+llvm.func @nmg_alloc_device(%n: i64) -> !llvm.ptr {
+  llvm.call @nmg_bind_context() : () -> ()
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
+  %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %stream = llvm.mlir.zero : !llvm.ptr
+  %status = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
+  %p = llvm.call @nmg_result_pointer(%status, %slot) : (i32, !llvm.ptr) -> !llvm.ptr
+  llvm.return %p : !llvm.ptr
+}
+
+llvm.func @nmg_alloc_managed(%n: i64) -> !llvm.ptr {
+  llvm.call @nmg_bind_context() : () -> ()
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
+  %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %global = llvm.mlir.constant(1 : i32) : i32
+  %status = llvm.call @cuMemAllocManaged(%slot, %size, %global) : (!llvm.ptr, i64, i32) -> i32
+  %p = llvm.call @nmg_result_pointer(%status, %slot) : (i32, !llvm.ptr) -> !llvm.ptr
+  llvm.return %p : !llvm.ptr
+}
+
+llvm.func @nmg_alloc_managed_on_device(%n: i64) -> !llvm.ptr {
+  %p = llvm.call @nmg_alloc_managed(%n) : (i64) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %failed = llvm.icmp "eq" %p, %null : !llvm.ptr
+  llvm.cond_br %failed, ^done, ^prefetch
+^prefetch:
+  %addr = llvm.ptrtoint %p : !llvm.ptr to i64
+  %dev = llvm.mlir.constant(0 : i32) : i32
+  %0 = llvm.call @cuMemPrefetchAsync(%addr, %n, %dev, %null) : (i64, i64, i32, !llvm.ptr) -> i32
+  llvm.br ^done
+^done:
+  llvm.return %p : !llvm.ptr
+}
+
+// Managed memory is freed after the stream drains (cuMemFree would not wait
+// for kernels still using it); pool memory is freed in stream order.
+llvm.func @nmg_free(%p: !llvm.ptr) {
+  %null = llvm.mlir.zero : !llvm.ptr
+  %isnull = llvm.icmp "eq" %p, %null : !llvm.ptr
+  llvm.cond_br %isnull, ^done, ^free
+^free:
+  llvm.call @nmg_bind_context() : () -> ()
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %slot = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.store %zero, %slot : i32, !llvm.ptr
+  %addr = llvm.ptrtoint %p : !llvm.ptr to i64
+  %is_managed_attr = llvm.mlir.constant(8 : i32) : i32
+  %0 = llvm.call @cuPointerGetAttribute(%slot, %is_managed_attr, %addr) : (!llvm.ptr, i32, i64) -> i32
+  %managed = llvm.load %slot : !llvm.ptr -> i32
+  %is_managed = llvm.icmp "ne" %managed, %zero : i32
+  llvm.cond_br %is_managed, ^managed, ^device
+^managed:
+  %1 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %2 = llvm.call @cuMemFree_v2(%addr) : (i64) -> i32
+  llvm.br ^done
+^device:
+  %3 = llvm.call @cuMemFreeAsync(%addr, %null) : (i64, !llvm.ptr) -> i32
+  llvm.br ^done
+^done:
+  llvm.return
+}
+
+llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
+  %zero = llvm.mlir.constant(0 : i64) : i64
+  %empty = llvm.icmp "eq" %n, %zero : i64
+  llvm.cond_br %empty, ^done, ^copy
+^copy:
+  llvm.call @nmg_bind_context() : () -> ()
+  %d = llvm.ptrtoint %dst : !llvm.ptr to i64
+  %s = llvm.ptrtoint %src : !llvm.ptr to i64
+  %0 = llvm.call @cuMemcpy(%d, %s, %n) : (i64, i64, i64) -> i32
+  llvm.br ^done
+^done:
+  llvm.return
+}
+
+llvm.func @nmg_sync() {
+  llvm.call @nmg_bind_context() : () -> ()
+  %null = llvm.mlir.zero : !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  llvm.return
+}
+
+// Replaces the MLIR CUDA runtime's launcher (same signature): no context
+// push/pop per launch, launches skipped after a failed allocation or when
+// the grid is empty (a loop with no iterations), and a failed launch
+// recorded for the wrapper to raise.
+llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i64, %by: i64,
+                            %bz: i64, %smem: i32, %stream: !llvm.ptr, %params: !llvm.ptr,
+                            %extra: !llvm.ptr, %count: i64) {
+  %flag = llvm.mlir.addressof @nmg_failure : !llvm.ptr
+  %failure = llvm.load %flag : !llvm.ptr -> i32
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %failed = llvm.icmp "ne" %failure, %zero : i32
+  %zero64 = llvm.mlir.constant(0 : i64) : i64
+  %gxy = llvm.mul %gx, %gy : i64
+  %blocks = llvm.mul %gxy, %gz : i64
+  %empty = llvm.icmp "eq" %blocks, %zero64 : i64
+  %skip = llvm.or %failed, %empty : i1
+  llvm.cond_br %skip, ^done, ^launch
+^launch:
+  llvm.call @nmg_bind_context() : () -> ()
+  %dynamic = llvm.icmp "sgt" %smem, %zero : i32
+  llvm.cond_br %dynamic, ^shared, ^go
+^shared:
+  %max_dynamic_shared = llvm.mlir.constant(8 : i32) : i32
+  %0 = llvm.call @cuFuncSetAttribute(%f, %max_dynamic_shared, %smem) : (!llvm.ptr, i32, i32) -> i32
+  llvm.br ^go
+^go:
+  %gx32 = llvm.trunc %gx : i64 to i32
+  %gy32 = llvm.trunc %gy : i64 to i32
+  %gz32 = llvm.trunc %gz : i64 to i32
+  %bx32 = llvm.trunc %bx : i64 to i32
+  %by32 = llvm.trunc %by : i64 to i32
+  %bz32 = llvm.trunc %bz : i64 to i32
+  %status = llvm.call @cuLaunchKernel(%f, %gx32, %gy32, %gz32, %bx32, %by32, %bz32, %smem,
+      %stream, %params, %extra) : (!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
+      !llvm.ptr, !llvm.ptr) -> i32
+  %ok = llvm.icmp "eq" %status, %zero : i32
+  llvm.cond_br %ok, ^done, ^launch_failed
+^launch_failed:
+  %kind = llvm.mlir.constant(2 : i32) : i32
+  llvm.call @nmg_fail(%kind) : (i32) -> ()
+  llvm.br ^done
+^done:
+  llvm.return
+}
+"""
+
+
+def declarations() -> str:
+    """LLVM-dialect declarations of the runtime, for modules that call it."""
+    # mgpuLaunchKernel is called by the LLVM translation of gpu.launch_func,
+    # which declares it itself
+    return "\n".join(f"llvm.func @{name}{sig}" for name, sig in RUNTIME_FUNCTIONS.items()
+                     if not name.startswith("mgpu"))
+
+
+_POOL_RELEASE_THRESHOLD = 4     # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+
+
+def _keep_pool_memory(lib: ctypes.CDLL) -> None:
+    """Freed pool memory stays with the pool (the default pool would give it
+    back to the driver at every synchronisation, and the next call would map
+    it again)."""
+    pool = ctypes.c_void_p()
+    if lib.cuDeviceGetDefaultMemPool(ctypes.byref(pool), 0) != 0:
+        return
+    threshold = ctypes.c_uint64(2**64 - 1)
+    lib.cuMemPoolSetAttribute(pool, _POOL_RELEASE_THRESHOLD, ctypes.byref(threshold))
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_addresses() -> dict[str, int]:
+    """JIT the runtime once; its functions' addresses, also registered with
+    llvmlite so that Numba-compiled wrappers (fresh or from the cache) link."""
+    from llvmlite import binding as ll
+
+    from .._libs import runtime_library
+    from .._mlir import ExecutionEngine, ir
+    lib = require_device()
+    ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+    _keep_pool_memory(lib)
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_RUNTIME + _address_table())
+        from .._mlir import passmanager
+        passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
+            module.operation)
+        engine = ExecutionEngine(module, opt_level=2,
+                                 shared_libs=[runtime_library("mlir_cuda_runtime")])
+    _KEEP.append(engine)
+    table = (ctypes.c_uint64 * len(RUNTIME_FUNCTIONS))()
+    out = ctypes.c_void_p(ctypes.addressof(table))
+    packed = (ctypes.c_void_p * 1)(ctypes.addressof(out))
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("nmg_addresses"))(packed)
+    addresses = dict(zip(RUNTIME_FUNCTIONS, table))
+    for name, address in addresses.items():
+        ll.add_symbol(name, address)
+    return addresses
+
+
+_KEEP: list = []
+
+
+def _address_table() -> str:
+    """`nmg_addresses(uint64 *out)`: the plain addresses of the runtime's
+    functions (the engine only looks up packed wrappers)."""
+    lines = ["llvm.func @nmg_addresses(%out: !llvm.ptr) {"]
+    for i, name in enumerate(RUNTIME_FUNCTIONS):
+        lines += [f"  %f{i} = llvm.mlir.addressof @{name} : !llvm.ptr",
+                  f"  %a{i} = llvm.ptrtoint %f{i} : !llvm.ptr to i64",
+                  f"  %p{i} = llvm.getelementptr %out[{i}] : (!llvm.ptr) -> !llvm.ptr, i64",
+                  f"  llvm.store %a{i}, %p{i} : i64, !llvm.ptr"]
+    return "\n".join(lines + ["  llvm.return", "}"])
+
+
+def register_runtime(engine) -> None:
+    """Resolve a GPU module's calls of the runtime to this process's copy."""
+    for name, address in runtime_addresses().items():
+        engine.raw_register_runtime(name, ctypes.c_void_p(address))
