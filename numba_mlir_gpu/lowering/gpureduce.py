@@ -10,8 +10,8 @@ on the trip count and results are the same bits on every run:
    butterfly over the warps. Thread 0 writes the block's value to
    `partial[block]`.
 2. One block folds `partial[0:blocks]` the same way and writes the result to
-   `partial[MAX_BLOCKS]`, which the host reads (managed memory; a synchronous
-   launch has finished when the host continues).
+   `partial[MAX_BLOCKS]`, which is copied to a host stack slot (so the
+   partials can be device memory; the copy is ordered after the launches).
 
 `blocks` is min(MAX_BLOCKS, ceil(trips / THREADS)), at least 1, so an empty
 loop yields the identity.
@@ -70,7 +70,27 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         accs = _plain_fold(thread_id, blocks, const_index(THREADS), reductions, fold_partials)
         return const_index(MAX_BLOCKS), _block_combine(reductions, accs, thread_id)
     _launch(const_index(1), reductions, partials, final)
-    return [memref.LoadOp(p, [const_index(MAX_BLOCKS)]).result for p in partials]
+    return [_read_result(p, r.mlir_type) for p, r in zip(partials, reductions)]
+
+
+def _read_result(partials: ir.Value, element: ir.Type) -> ir.Value:
+    """`partials[MAX_BLOCKS]`, copied into a host stack slot: host code never
+    touches `partials` itself, so it can live in device memory, and the copy
+    (one cuMemcpy, ordered after the launches) costs no page fault."""
+    with ir.InsertionPoint.at_block_begin(_function_entry(ir.InsertionPoint.current.block)):
+        host = memref.AllocaOp(ir.MemRefType.get([1], element), [], []).result
+    result = memref.SubViewOp(
+        ir.Type.parse(f"memref<1x{element}, strided<[1], offset: {MAX_BLOCKS}>>"), partials,
+        [], [], [], [MAX_BLOCKS], [1], [1]).result
+    memref.CopyOp(result, host)
+    return memref.LoadOp(host, [const_index(0)]).result
+
+
+def _function_entry(block: ir.Block) -> ir.Block:
+    op = block.owner.operation
+    while op.name != "func.func":
+        op = op.parent.operation
+    return op.regions[0].blocks[0]
 
 
 def _launch(grid: ir.Value, reductions, partials, body) -> None:
