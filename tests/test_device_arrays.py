@@ -120,6 +120,7 @@ def test_kernels_are_ordered_with_cupy_work_on_the_default_stream(cp):
         assert float(cp.abs(z).max()) < 1e-12
 
 
+@pytest.mark.gpu_exclusive
 def test_out_of_gpu_memory_is_a_python_error(cp):
     """Device memory (not managed) from the pool: a failed allocation raises
     MemoryError, later kernels are skipped and the context stays usable."""

@@ -45,6 +45,8 @@ llvm.func @cuCtxGetCurrent(!llvm.ptr) -> i32
 llvm.func @cuCtxSetCurrent(!llvm.ptr) -> i32
 llvm.func @cuDevicePrimaryCtxRetain(!llvm.ptr, i32) -> i32
 llvm.func @cuMemAllocAsync(!llvm.ptr, i64, !llvm.ptr) -> i32
+llvm.func @cuDeviceGetDefaultMemPool(!llvm.ptr, i32) -> i32
+llvm.func @cuMemPoolTrimTo(!llvm.ptr, i64) -> i32
 llvm.func @cuMemFreeAsync(i64, !llvm.ptr) -> i32
 llvm.func @cuMemAllocManaged(!llvm.ptr, i64, i32) -> i32
 llvm.func @cuMemFree_v2(i64) -> i32
@@ -108,13 +110,42 @@ llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
   llvm.return %null : !llvm.ptr
 }
 
+// The pool keeps freed memory (_keep_pool_memory): before a device
+// allocation counts as failed, that memory goes back to the driver and the
+// allocation is tried once more; after a failure it goes back too, so a
+// refused request leaves nothing reserved for other processes.
+llvm.func @nmg_release_pool() {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %dev = llvm.mlir.constant(0 : i32) : i32
+  %1 = llvm.call @cuDeviceGetDefaultMemPool(%slot, %dev) : (!llvm.ptr, i32) -> i32
+  %pool = llvm.load %slot : !llvm.ptr -> !llvm.ptr
+  %keep = llvm.mlir.constant(0 : i64) : i64
+  %2 = llvm.call @cuMemPoolTrimTo(%pool, %keep) : (!llvm.ptr, i64) -> i32
+  llvm.return
+}
+
 llvm.func @nmg_alloc_device(%n: i64) -> !llvm.ptr {
   llvm.call @nmg_bind_context() : () -> ()
   %one = llvm.mlir.constant(1 : i64) : i64
   %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
   %stream = llvm.mlir.zero : !llvm.ptr
-  %status = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %first = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
+  %ok = llvm.icmp "eq" %first, %zero : i32
+  llvm.cond_br %ok, ^done(%first : i32), ^retry
+^retry:
+  llvm.call @nmg_release_pool() : () -> ()
+  %second = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
+  %ok2 = llvm.icmp "eq" %second, %zero : i32
+  llvm.cond_br %ok2, ^done(%second : i32), ^give_back
+^give_back:
+  llvm.call @nmg_release_pool() : () -> ()
+  llvm.br ^done(%second : i32)
+^done(%status: i32):
   %p = llvm.call @nmg_result_pointer(%status, %slot) : (i32, !llvm.ptr) -> !llvm.ptr
   llvm.return %p : !llvm.ptr
 }
