@@ -42,6 +42,10 @@ class DeviceArrayType(types.Array):
         return np.ndarray
 
 
+# Numba's own rewrites (array expressions into one fused loop) take only
+# types defined inside Numba ("internal"); a device array is an array to them.
+DeviceArrayType._is_internal = True
+
 register_default(DeviceArrayType)(models.ArrayModel)
 
 

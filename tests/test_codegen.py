@@ -78,3 +78,17 @@ def test_input_mlir_has_parallel_loops():
     text = inspect_mlir(fn)
     assert text.count("scf.parallel") == 2
     assert compiled_function(fn).target.name == "compile-only"
+
+
+def fused_expression(a, b, c, d):
+    return a * b + c * d
+
+
+def test_array_expression_on_device_arrays_is_one_kernel():
+    """Numba fuses array expressions only over its own ("internal") array
+    types; device arrays must count as such, or `a*b` and `c*d` stay
+    unfused operators this package cannot lower."""
+    from .test_arrays import HostBackedCudaArray
+    x = HostBackedCudaArray(np.arange(8, dtype=np.float32))
+    fn = compile_only(fused_expression, x, x, x, x)
+    assert len(entries(all_ptx(fn))) == 1

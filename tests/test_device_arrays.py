@@ -1,4 +1,5 @@
 """Arrays that already live on the GPU are used in place (GPU machine only)."""
+import numba
 import numpy as np
 import pytest
 from numba import prange
@@ -6,6 +7,7 @@ from numba import prange
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
+from .support import assert_same
 from .test_prange import sum_reduction
 
 pytestmark = pytest.mark.gpu
@@ -151,3 +153,15 @@ def test_reduction_on_device_array_is_deterministic(cp):
 def test_host_code_cannot_dereference_device_arrays(cp):
     with pytest.raises(UnsupportedConstructError, match="outside a prange loop"):
         gpu_fn(host_read)(cp.ones(4))
+
+
+def fused_expression(a, b, c, d):
+    return a * b + c * d
+
+
+def test_array_expression_on_cupy_arrays_returns_a_cupy_array(cp):
+    rng = np.random.default_rng(3)
+    host = [rng.random(1000, dtype=np.float32) for _ in range(4)]
+    got = gpu_fn(fused_expression)(*(cp.asarray(h) for h in host))
+    assert isinstance(got, cp.ndarray)
+    assert_same(got.get(), numba.njit(fused_expression)(*host))
