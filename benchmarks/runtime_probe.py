@@ -1,6 +1,6 @@
 """GPU runtime probe: call overhead, fresh-array cost, host transfers, cache.
 
-Run on the GPU machine from a checkout (`python3 tools/runtime_probe.py LABEL`);
+Run on the GPU machine from a checkout (`python3 -m benchmarks.runtime_probe LABEL`);
 prints one table. Not a test: numbers only (the benchmark suite in
 benchmarks/ is the reference for reported results).
 """
