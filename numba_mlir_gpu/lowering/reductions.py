@@ -90,6 +90,12 @@ def fold_elements(lw, array: ArrayValue, reductions: list[Reduction], step) -> l
 
     def body(counters, accs):
         return step(flat_index(counters, extents), load_element(array, counters), accs)
+    return fold_box(lw, extents, reductions, body)
+
+
+def fold_box(lw, extents: list, reductions: list[Reduction], body) -> list[ir.Value]:
+    """Fold the index box `extents` into `reductions`:
+    `body(indices, accumulators) -> accumulators`."""
     if lw.parallel_depth > 0:
         return _sequential_fold(extents, [r.identity_value() for r in reductions], body)
     return lw.target.parallel_loop(lw, extents, body, reductions)

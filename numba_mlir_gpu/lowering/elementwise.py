@@ -1,0 +1,87 @@
+"""NumPy functions that build a new array element by element, with NumPy
+broadcasting: np.where(cond, x, y), a.astype(dtype), np.clip(a, lo, hi).
+
+Numba implements these in Python with constructs we do not lower
+(np.broadcast_shapes, np.ndindex); here each is one parallel loop over the
+output (a kernel on the GPU).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, ir
+from .arrays import allocate, load_element, shape_of, store_element
+from .build import cmpi, const_index, select
+from .casts import cast, truth
+from .errors import UnsupportedConstructError
+from .loops import parallel_for
+from .registry import call_rules, method_rules
+from .values import ArrayValue
+
+
+class Broadcast:
+    """Operands (arrays and scalars) broadcast to one output shape, as NumPy:
+    aligned on their last dimension; extents equal, or 1 (repeated)."""
+
+    def __init__(self, lw, operands: list, ndim: int):
+        self.operands = operands
+        arrays = [v for v in operands if isinstance(v, ArrayValue)]
+        self.extents = []
+        for d in range(ndim):
+            sizes = [shape_of(a)[d - (ndim - a.type.ndim)] for a in arrays
+                     if d >= ndim - a.type.ndim]
+            extent = const_index(1)
+            for size in sizes:
+                extent = select(cmpi("eq", extent, const_index(1)), size, extent)
+            mismatch = None
+            for size in sizes:
+                bad = arith.AndIOp(cmpi("ne", size, extent),
+                                   cmpi("ne", size, const_index(1))).result
+                mismatch = bad if mismatch is None else arith.OrIOp(mismatch, bad).result
+            if mismatch is not None:
+                lw.errors.raise_if(lw, mismatch, lw.errors.code(
+                    ValueError, ("shape mismatch: objects cannot be broadcast to a single shape",)))
+            self.extents.append(extent)
+
+    def load(self, operand, indices: list) -> ir.Value:
+        """The operand's element for output `indices` (a scalar is itself)."""
+        if not isinstance(operand, ArrayValue):
+            return operand
+        shape = shape_of(operand)
+        own = indices[len(indices) - operand.type.ndim:]
+        # On a mismatch (an error once the statement ends) stay in bounds.
+        own = [select(cmpi("ult", i, n), i, const_index(0)) for i, n in zip(own, shape)]
+        return load_element(operand, own)
+
+
+def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
+    """A new array of `result_ty`: element(values of the operands) at each index."""
+    shape = Broadcast(lw, operands, result_ty.ndim)
+    out = allocate(lw, result_ty, shape.extents)
+
+    def body(indices):
+        store_element(element([shape.load(v, indices) for v in operands]), out, indices)
+    parallel_for(lw, shape.extents, body)
+    return out
+
+
+@call_rules.register(np.where)
+def numpy_where(lw, args, sig, expr):
+    result_ty = types.unliteral(sig.return_type)
+    if len(args) != 3 or not isinstance(result_ty, types.Array):
+        raise UnsupportedConstructError(
+            f"np.where with {len(args)} argument(s) of {', '.join(map(str, sig.args))} "
+            "(three, one of them an array, are supported)", expr.loc)
+    cond_ty, x_ty, y_ty = (_element_type(t) for t in sig.args)
+    dtype = result_ty.dtype
+
+    def element(values):
+        c, x, y = values
+        return select(truth(c, cond_ty), cast(x, x_ty, dtype), cast(y, y_ty, dtype))
+    return _elementwise(lw, result_ty, args, element)
+
+
+def _element_type(ty):
+    ty = types.unliteral(ty)
+    return ty.dtype if isinstance(ty, types.Array) else ty
