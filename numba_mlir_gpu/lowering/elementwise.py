@@ -85,3 +85,35 @@ def numpy_where(lw, args, sig, expr):
 def _element_type(ty):
     ty = types.unliteral(ty)
     return ty.dtype if isinstance(ty, types.Array) else ty
+
+
+def inplace_binop(lw, expr) -> ArrayValue:
+    """`a op= b` on an array `a`: `b` (an array or a scalar) is broadcast to
+    `a`'s shape, each element computed with the scalar operator Numba types
+    for the two dtypes and stored back in `a`'s dtype."""
+    target = lw.read(expr.lhs)
+    other, other_ty = lw.read(expr.rhs), _element_type(lw.typeof(expr.rhs.name))
+    dtype = target.type.dtype
+    fn = expr.immutable_fn
+    sig = lw.mlower.typingctx.resolve_function_type(fn, (dtype, other_ty), {})
+    if sig is None or not isinstance(target, ArrayValue):
+        raise UnsupportedConstructError(
+            f"the in-place operator {expr.fn.__name__} on {lw.typeof(expr.lhs.name)} and "
+            f"{lw.typeof(expr.rhs.name)}", expr.loc)
+    shape = Broadcast(lw, [target, other], target.type.ndim)
+    mismatch = None
+    for extent, own in zip(shape.extents, shape_of(target)):
+        bad = cmpi("ne", extent, own)
+        mismatch = bad if mismatch is None else arith.OrIOp(mismatch, bad).result
+    if mismatch is not None:
+        lw.errors.raise_if(lw, mismatch, lw.errors.code(
+            ValueError, ("non-broadcastable output operand",)))
+    extents = shape_of(target)
+
+    def body(indices):
+        x = cast(load_element(target, indices), dtype, sig.args[0])
+        y = cast(shape.load(other, indices), other_ty, sig.args[1])
+        result = lw.binop(fn, x, y, sig, expr)
+        store_element(cast(result, sig.return_type, dtype), target, indices)
+    parallel_for(lw, extents, body)
+    return target
