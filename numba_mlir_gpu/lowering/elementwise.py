@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
+from numba.np.arrayobj import _as_layout_array_intrinsic
 
 from .._mlir import arith, ir
 from .arrays import allocate, load_element, shape_of, store_element
@@ -16,6 +17,7 @@ from .build import cmpi, const_index, select
 from .casts import cast, truth
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
+from .mathlib import _less
 from .registry import call_rules, method_rules
 from .values import ArrayValue
 
@@ -82,6 +84,50 @@ def numpy_where(lw, args, sig, expr):
     return _elementwise(lw, result_ty, args, element)
 
 
+@method_rules.register((types.Array, "astype"))
+def astype(lw, args, sig, expr):
+    source = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if result_ty.layout != "C":
+        raise UnsupportedConstructError(f".astype() returning {result_ty}", expr.loc)
+    fromty = source.type.dtype
+    return _elementwise(lw, result_ty, [source],
+                        lambda values: cast(values[0], fromty, result_ty.dtype))
+
+
+def _clip_operand(value, ty):
+    return None if isinstance(types.unliteral(ty), (types.NoneType, types.Omitted)) else value
+
+
+@call_rules.register(np.clip)
+def numpy_clip(lw, args, sig, expr):
+    """np.clip(a, a_min, a_max) as Numba: min(max(a, a_min), a_max) with
+    Python's min/max (a NaN in `a` is kept, a NaN bound is ignored)."""
+    if len(args) > 3 or expr.kws or not isinstance(args[0], ArrayValue):
+        raise UnsupportedConstructError("np.clip other than np.clip(array, a_min, a_max)",
+                                        expr.loc)
+    result_ty = types.unliteral(sig.return_type)
+    bounds = [(_clip_operand(v, t), _element_type(t)) for v, t in zip(args[1:], sig.args[1:])]
+    if all(v is None for v, _ in bounds) or not isinstance(result_ty, types.Array):
+        raise UnsupportedConstructError("np.clip without bounds", expr.loc)
+    a_ty = args[0].type.dtype
+    common = lw.mlower.typingctx.unify_types(a_ty, *(t for v, t in bounds if v is not None))
+    operands = [args[0]] + [v for v, _ in bounds if v is not None]
+
+    def element(values):
+        x = cast(values[0], a_ty, common)
+        rest = iter(values[1:])
+        for (bound, ty), largest in zip(bounds, (True, False)):
+            if bound is None:
+                continue
+            b = cast(next(rest), ty, common)
+            # max(x, lo) keeps x unless lo > x; min(x, hi) keeps x unless hi < x.
+            replace = _less(x, b, common) if largest else _less(b, x, common)
+            x = select(replace, b, x)
+        return cast(x, common, result_ty.dtype)
+    return _elementwise(lw, result_ty, operands, element)
+
+
 def _element_type(ty):
     ty = types.unliteral(ty)
     return ty.dtype if isinstance(ty, types.Array) else ty
@@ -117,3 +163,27 @@ def inplace_binop(lw, expr) -> ArrayValue:
         store_element(cast(result, sig.return_type, dtype), target, indices)
     parallel_for(lw, extents, body)
     return target
+
+
+def _as_layout(lw, args, sig, expr):
+    """Numba's `_as_layout_array_intrinsic(a, 'C')` (np.ascontiguousarray): a
+    new C-ordered array filled by a parallel copy. Fortran-ordered results
+    (np.asfortranarray, array expressions on Fortran-ordered arrays) would be
+    views of a transposed buffer, which buffer deallocation clones through a
+    runtime library we do not load: refused."""
+    source = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if not isinstance(source, ArrayValue) or result_ty.layout != "C":
+        raise UnsupportedConstructError(
+            f"creating a {result_ty.layout}-ordered array ({result_ty}), e.g. np.asfortranarray "
+            "or an array expression on Fortran-ordered arrays", expr.loc)
+    extents = shape_of(source)
+    out = allocate(lw, result_ty, extents)
+
+    def body(indices):
+        store_element(load_element(source, indices), out, indices)
+    parallel_for(lw, extents, body)
+    return out
+
+
+call_rules.register(_as_layout_array_intrinsic)(_as_layout)

@@ -23,11 +23,11 @@ from numba.np.arraymath import axis_bound_err
 from .._mlir import arith, ir, scf
 from .arrays import allocate, load_element, shape_of, store_element
 from .build import cmpf, cmpi, const, const_i64, const_index, select, to_i64, to_index
-from .casts import cast
+from .casts import cast, truth
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .parfors import Reduction
-from .registry import call_rules
+from .registry import call_rules, method_rules
 from .values import ArrayValue
 
 
@@ -312,3 +312,29 @@ def numpy_sum(lw, args, sig, expr):
         if isinstance(result_ty, types.Array):
             return _sum_along(lw, array, axis, result_ty)
     return _whole_sum(lw, array, result_ty)
+
+
+# -- any / all --------------------------------------------------------------------
+
+def _any_or_all(is_any: bool):
+    def rule(lw, args, sig, expr):
+        array = args[0]
+        if len(args) != 1 or expr.kws or not isinstance(array, ArrayValue):
+            raise UnsupportedConstructError(
+                f"np.{'any' if is_any else 'all'} other than of a whole array", expr.loc)
+        # Truth values folded as bytes (partials live in memory; no i1 memrefs).
+        found = Reduction("any" if is_any else "all", types.uint8, max if is_any else min,
+                          0 if is_any else 1)
+        i8 = ir.IntegerType.get_signless(8)
+
+        def step(k, v, accs):
+            byte = arith.ExtUIOp(i8, truth(v, array.type.dtype)).result
+            return [found.combine(accs[0], byte)]
+        (result,) = fold_elements(lw, array, [found], step)
+        return cmpi("ne", result, const(types.uint8, 0))
+    return rule
+
+
+for _is_any, _fn in ((True, np.any), (False, np.all)):
+    call_rules.register(_fn)(_any_or_all(_is_any))
+    method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))
