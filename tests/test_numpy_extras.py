@@ -126,3 +126,31 @@ def test_compile_only():
     compile_only(any_function, A > 0)
     compile_only(astype_int32, A)
     compile_only(sign, A)
+
+
+def whole_array_reductions(a):
+    return np.sum(a), a.prod(), np.mean(a), np.min(a), a.max()
+
+
+def count_nonzero(a):
+    return np.count_nonzero(a)
+
+
+def ranges(n):
+    return np.arange(n) * 2.0, np.linspace(0.0, 1.0, n)
+
+
+def fill(a):
+    a.fill(3.0)
+    return a
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_whole_array_functions_through_numba_parfors(target):
+    small = RNG.random((3, 4)) + 0.5
+    for a in (small, np.asfortranarray(small), small[:, ::2], np.arange(1, 9)):
+        check(whole_array_reductions, a, target=target, rtol=1e-12)
+    check(count_nonzero, np.array([0, 1, 2, 0, 3]), target=target)
+    check(ranges, 7, target=target)
+    check(fill, A.copy(), target=target)
+    check(fill, A[:, ::2], target=target)

@@ -23,6 +23,13 @@ def backwards_write(x):
     return out
 
 
+def attribute_prange(x):
+    out = np.zeros_like(x)
+    for i in numba.prange(2, x.shape[0], 2):
+        out[i] = x[i] * 3
+    return out
+
+
 def constant_step_2d(a):
     out = np.zeros_like(a)
     for i in prange(1, a.shape[0], 3):
@@ -41,6 +48,7 @@ def test_stepped_reduction(start, step, target):
 @pytest.mark.parametrize("target", TARGETS)
 def test_negative_and_constant_steps(target):
     check(backwards_write, np.random.default_rng(1).random(17), target=target)
+    check(attribute_prange, np.random.default_rng(1).random(17), target=target)
     check(constant_step_2d, np.arange(40.0).reshape(10, 4), target=target)
     check(constant_step_2d, np.asfortranarray(np.arange(40.0).reshape(10, 4)), target=target)
 

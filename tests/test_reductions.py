@@ -54,6 +54,11 @@ def _inputs():
 INPUTS = _inputs()
 
 
+def _axes(a):
+    """First, last (as -1) and, for 3-D, the middle axis (each check compiles anew)."""
+    return [0, -1] + ([1] if a.ndim == 3 else [])
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_argmin_argmax_whole_array(name, target):
@@ -65,7 +70,7 @@ def test_argmin_argmax_whole_array(name, target):
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_argmin_argmax_along_an_axis(name, target):
     a = INPUTS[name]
-    for axis in range(-a.ndim, a.ndim):
+    for axis in _axes(a):
         check(argmin_axis, a, axis, target=target)
         check(argmax_axis_method, a, axis, target=target)
 
@@ -74,7 +79,7 @@ def test_argmin_argmax_along_an_axis(name, target):
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_sum_along_an_axis(name, target):
     a = INPUTS[name]
-    for axis in range(-a.ndim, a.ndim):
+    for axis in _axes(a):
         check(sum_axis, a, axis, target=target)
     if a.ndim > 1:
         check(sum_axis_method, a, target=target)

@@ -44,15 +44,11 @@ def call_operands(lw, args: list, sig, expr, names: tuple) -> dict:
             if not isinstance(item[1], (types.NoneType, types.Omitted))}
 
 
-def _array_operand(operands: dict, name: str, expr) -> ArrayValue:
-    value = operands.get(name, (None, None))[0]
+def _array_operand(operands: dict, function: str, expr) -> ArrayValue:
+    value, ty = operands.get("a", (None, None))
     if not isinstance(value, ArrayValue):
-        raise UnsupportedConstructError(f"{_callee_name(expr)} of {operands.get(name)}", expr.loc)
+        raise UnsupportedConstructError(f"{function} of {ty}", expr.loc)
     return value
-
-
-def _callee_name(expr) -> str:
-    return getattr(expr.func, "name", "this call")
 
 
 def flat_index(counters: list, extents: list) -> ir.Value:
@@ -203,7 +199,7 @@ def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> 
 def _arg_extreme(largest: bool):
     def rule(lw, args, sig, expr):
         operands = call_operands(lw, args, sig, expr, ("a", "axis"))
-        array = _array_operand(operands, "a", expr)
+        array = _array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
         result_ty = types.unliteral(sig.return_type)
         if "axis" in operands:
             axis = _axis_value(lw, operands["axis"], array, expr,
@@ -227,7 +223,7 @@ def _axis_value(lw, operand, array: ArrayValue, expr, error=None) -> ir.Value:
     stay in bounds)."""
     value, ty = operand
     if not isinstance(ty, types.Integer):
-        raise UnsupportedConstructError(f"{_callee_name(expr)} with axis of type {ty}", expr.loc)
+        raise UnsupportedConstructError(f"an axis of type {ty}", expr.loc)
     ndim = const_i64(array.type.ndim)
     axis = cast(value, ty, types.int64)
     axis = select(cmpi("slt", axis, const_i64(0)), arith.AddIOp(axis, ndim).result, axis)
@@ -303,7 +299,7 @@ def numpy_sum(lw, args, sig, expr):
     """np.sum / .sum() with `axis=` (and `dtype=`); without an axis Numba's
     parfor pass has already made it a parfor, except in the cases handled here."""
     operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
-    array = _array_operand(operands, "a", expr)
+    array = _array_operand(operands, "np.sum", expr)
     result_ty = types.unliteral(sig.return_type)
     if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
         raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)

@@ -85,6 +85,10 @@ class StepPrangeRewrite(FunctionPass):
 
     def _is_prange(self, func_ir, var) -> bool:
         value = self._definition(func_ir, var)
+        if isinstance(value, ir.Expr) and value.op == "getattr":     # numba.prange
+            module = self._definition(func_ir, value.value)
+            return isinstance(module, (ir.Global, ir.FreeVar)) and \
+                getattr(module.value, value.attr, None) in _PRANGES
         return isinstance(value, (ir.Global, ir.FreeVar)) and value.value in _PRANGES
 
     def _is_one(self, func_ir, var) -> bool:
