@@ -154,3 +154,29 @@ def test_whole_array_functions_through_numba_parfors(target):
     check(ranges, 7, target=target)
     check(fill, A.copy(), target=target)
     check(fill, A[:, ::2], target=target)
+
+
+def nonzero(a):
+    return np.nonzero(a)
+
+
+def where_one_argument(a):
+    return np.where(a)
+
+
+def nonzero_method(a):
+    return a.nonzero()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nonzero_and_one_argument_where(target):
+    mask = A > 0.5
+    for a in (mask, A, np.zeros(3), mask[:, ::2], np.asfortranarray(A > 0.3),
+              np.arange(-2, 5), RNG.random((2, 3, 4)) > 0.5, SPECIALS):
+        check(nonzero, a, target=target)
+        check(where_one_argument, a, target=target)
+    check(nonzero_method, mask, target=target)
+
+
+def test_compile_only_nonzero():
+    compile_only(nonzero, A > 0)

@@ -71,10 +71,13 @@ def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
 @call_rules.register(np.where)
 def numpy_where(lw, args, sig, expr):
     result_ty = types.unliteral(sig.return_type)
+    if len(args) == 1:
+        from .reductions import nonzero
+        return nonzero(lw, args, sig, expr)
     if len(args) != 3 or not isinstance(result_ty, types.Array):
         raise UnsupportedConstructError(
             f"np.where with {len(args)} argument(s) of {', '.join(map(str, sig.args))} "
-            "(three, one of them an array, are supported)", expr.loc)
+            "(one array, or three with at least one array, are supported)", expr.loc)
     cond_ty, x_ty, y_ty = (_element_type(t) for t in sig.args)
     dtype = result_ty.dtype
 

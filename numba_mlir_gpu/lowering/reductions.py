@@ -28,7 +28,7 @@ from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .parfors import Reduction
 from .registry import call_rules, method_rules
-from .values import ArrayValue
+from .values import ArrayValue, TupleValue
 
 
 # -- helpers -------------------------------------------------------------------
@@ -334,3 +334,43 @@ def _any_or_all(is_any: bool):
 for _is_any, _fn in ((True, np.any), (False, np.all)):
     call_rules.register(_fn)(_any_or_all(_is_any))
     method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))
+
+
+# -- nonzero ----------------------------------------------------------------------
+
+def nonzero(lw, args, sig, expr):
+    """np.nonzero(a) / np.where(a) / a.nonzero(): a parallel count of the
+    non-zero elements, then one sequential pass in row-major order writing
+    their indices (host code on the GPU target)."""
+    array = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if len(args) != 1 or not isinstance(array, ArrayValue) or \
+            not isinstance(result_ty, types.BaseTuple):
+        raise UnsupportedConstructError(f"np.nonzero of {', '.join(map(str, sig.args))}", expr.loc)
+    lw.target.check_element_access(lw, array, expr.loc)
+    dtype = array.type.dtype
+    i64 = ir.IntegerType.get_signless(64)
+    count = Reduction("count", types.int64, operator.add, 0)
+
+    def counted(k, v, accs):
+        return [count.combine(accs[0], arith.ExtUIOp(i64, truth(v, dtype)).result)]
+    (n,) = fold_elements(lw, array, [count], counted)
+    outputs = [allocate(lw, ty, [to_index(n)]) for ty in result_ty.types]
+
+    def write(counters, accs):
+        (position,) = accs
+        nonzero = truth(load_element(array, counters), dtype)
+        branch = scf.IfOp(nonzero, [ir.IndexType.get()], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            for out, counter in zip(outputs, counters):
+                store_element(cast(to_i64(counter), types.int64, out.type.dtype), out, [position])
+            scf.YieldOp([arith.AddIOp(position, const_index(1)).result])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([position])
+        return [branch.results[0]]
+    _sequential_fold(shape_of(array), [const_index(0)], write)
+    return TupleValue(outputs, result_ty)
+
+
+call_rules.register(np.nonzero)(nonzero)
+method_rules.register((types.Array, "nonzero"))(nonzero)
