@@ -180,3 +180,37 @@ def test_nonzero_and_one_argument_where(target):
 
 def test_compile_only_nonzero():
     compile_only(nonzero, A > 0)
+
+
+def cumsum(a):
+    return np.cumsum(a)
+
+
+def cumprod_method(a):
+    return a.cumprod()
+
+
+def cumsum_axis(a, axis):
+    return np.cumsum(a, axis=axis)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cumsum_cumprod(target):
+    cube = RNG.random((3, 4, 5))
+    for a in (cube, cube[:, ::2], np.asfortranarray(cube), np.arange(1, 8),
+              np.arange(6, dtype=np.int32), cube > 0.5, np.zeros(0)):
+        check(cumsum, a, target=target)
+        check(cumprod_method, a, target=target)
+    for a in (cube, cube[:, ::2], np.asfortranarray(cube[0]), np.arange(7), cube > 0.5):
+        for axis in (0, -1):
+            check(cumsum_axis, a, axis, target=target)
+
+
+def test_cumsum_axis_out_of_bounds():
+    with pytest.raises(ValueError, match="out of bounds"):
+        ours(cumsum_axis, "cpu")(np.ones((2, 2)), 2)
+
+
+def test_compile_only_cumsum():
+    compile_only(cumsum, A)
+    compile_only(cumsum_axis, A, 1)

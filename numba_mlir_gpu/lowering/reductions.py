@@ -374,3 +374,51 @@ def nonzero(lw, args, sig, expr):
 
 call_rules.register(np.nonzero)(nonzero)
 method_rules.register((types.Array, "nonzero"))(nonzero)
+
+
+# -- cumsum / cumprod -----------------------------------------------------------------
+
+def _running(combine_op, identity: int, name: str):
+    """np.cumsum / np.cumprod: over the flattened array, one sequential pass in
+    row-major order (host code on the GPU target); with `axis=` (cumsum), a
+    parallel loop over the lines, each scanned in order."""
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
+        array = _array_operand(operands, f"np.{name}", expr)
+        result_ty = types.unliteral(sig.return_type)
+        acc_ty = result_ty.dtype
+        step = Reduction(name, acc_ty, combine_op, identity)
+        if "axis" in operands:
+            axis = _axis_value(lw, operands["axis"], array, expr, (
+                ValueError, f"axis is out of bounds for array of dimension {array.type.ndim}"))
+        if "axis" in operands and array.type.ndim > 1:
+            line = AxisLines(lw, array, axis)
+            out = allocate(lw, result_ty, shape_of(array))
+
+            def scan(indices):
+                loop = scf.ForOp(const_index(0), line.length, const_index(1),
+                                 [const(acc_ty, identity)])
+                with ir.InsertionPoint(loop.body):
+                    at = line.element(indices, loop.induction_variable)
+                    value = cast(load_element(array, at), array.type.dtype, acc_ty)
+                    total = step.combine(loop.inner_iter_args[0], value)
+                    store_element(total, out, at)
+                    scf.YieldOp([total])
+            parallel_for(lw, line.out_extents, scan)
+            return out
+        lw.target.check_element_access(lw, array, expr.loc)
+        extents = shape_of(array)
+        out = allocate(lw, result_ty, [to_index(size_of(array))])
+
+        def flat_scan(counters, accs):
+            value = cast(load_element(array, counters), array.type.dtype, acc_ty)
+            total = step.combine(accs[0], value)
+            store_element(total, out, [to_index(flat_index(counters, extents))])
+            return [total]
+        _sequential_fold(extents, [const(acc_ty, identity)], flat_scan)
+        return out
+    return rule
+
+
+call_rules.register(np.cumsum)(_running(operator.add, 0, "cumsum"))
+call_rules.register(np.cumprod)(_running(operator.mul, 1, "cumprod"))
