@@ -8,7 +8,8 @@ from numba import prange
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
-from .support import TARGETS, check, ours
+from .layouts import check
+from .support import TARGETS, ours
 
 
 def add_array(n, tmp):

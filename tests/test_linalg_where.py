@@ -4,7 +4,8 @@ import numba
 import numpy as np
 import pytest
 
-from .support import TARGETS, check, ours
+from .layouts import check
+from .support import TARGETS, ours
 from .test_codegen import compile_only
 
 pytest.importorskip("scipy")     # Numba types np.dot only with SciPy installed

@@ -5,7 +5,8 @@ import pytest
 
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
-from .support import TARGETS, check, ours
+from .layouts import check
+from .support import TARGETS, ours
 from .test_codegen import compile_only
 
 

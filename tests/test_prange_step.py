@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from numba import prange
 
-from .support import TARGETS, check, ours
+from .layouts import check
+from .support import TARGETS, ours
 from .test_codegen import compile_only
 
 

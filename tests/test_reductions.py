@@ -4,7 +4,8 @@ import numba
 import numpy as np
 import pytest
 
-from .support import TARGETS, check, ours
+from .layouts import check
+from .support import TARGETS, ours
 from .test_codegen import compile_only
 
 
@@ -116,3 +117,19 @@ def test_compile_only():
     compile_only(argmin, np.ones(5))
     compile_only(argmin_axis, np.ones((3, 3)), 1)
     compile_only(sum_axis, np.ones((3, 3)), 0)
+
+
+def functions_in_a_prange_body(x, v, w, m):
+    out = np.empty(x.shape[0])
+    for i in numba.prange(x.shape[0]):
+        s = np.sum(m, axis=0)            # allocations in the body: CPU only
+        out[i] = (np.dot(v, w) * x[i] + np.argmin(v) + np.argmax(w) + np.any(v > 0.5)
+                  + np.sum(np.cumsum(v)) + s[1] + np.argmin(m, axis=1)[0])
+    return out
+
+
+def test_functions_in_a_prange_body_run_sequentially_inside_it():
+    pytest.importorskip("scipy")      # np.dot
+    rng = np.random.default_rng(4)
+    check(functions_in_a_prange_body, rng.random(50), rng.random(7), rng.random(7),
+          rng.random((3, 4)), rtol=1e-12)
