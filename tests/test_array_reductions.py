@@ -8,8 +8,7 @@ from numba import prange
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
-from .layouts import check
-from .support import TARGETS, ours
+from .support import TARGETS, check, ours
 
 
 def add_array(n, tmp):

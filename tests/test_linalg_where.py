@@ -4,8 +4,7 @@ import numba
 import numpy as np
 import pytest
 
-from .layouts import check
-from .support import TARGETS, ours
+from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
 pytest.importorskip("scipy")     # Numba types np.dot only with SciPy installed

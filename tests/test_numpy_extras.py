@@ -5,8 +5,7 @@ import pytest
 
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
-from .layouts import check
-from .support import TARGETS, ours
+from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
 

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from numba import prange
 
-from .layouts import check
-from .support import TARGETS, ours
+from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
 
