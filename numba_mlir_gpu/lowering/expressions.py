@@ -21,6 +21,9 @@ def _result(lw, value, fromty, target):
 
 @expr_rules.register("binop", "inplace_binop")
 def lower_binop(lw, expr, target):
+    if expr.op == "inplace_binop" and isinstance(lw.typeof(expr.lhs.name), types.Array):
+        from .elementwise import inplace_binop
+        return inplace_binop(lw, expr)
     sig = lw.calltypes[expr]
     fn = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
     lhs = lw.read_as(expr.lhs, sig.args[0])

@@ -14,7 +14,10 @@ from numba.core.compiler_machinery import AnalysisPass, PassManager, register_pa
 from numba.core.cpu import ParallelOptions
 from numba.core.errors import NumbaPerformanceWarning
 from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
-                                     NoPythonSupportedFeatureValidation, ParforPass)
+                                     NoPythonSupportedFeatureValidation, ParforPass,
+                                     PreParforPass)
+
+from .rewrites import MLIRPreParforPass, StepPrangeRewrite
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -33,12 +36,16 @@ class QuietParforPass(ParforPass):
 
 def typed_passes(state, name: str) -> PassManager:
     """Numba's untyped and typed passes (parfor conversion forced on) and
-    the legalisation that its own lowering would be preceded by."""
+    the legalisation that its own lowering would be preceded by; our
+    rewrites (rewrites.py) run before type inference and in place of
+    Numba's PreParforPass."""
     state.flags.auto_parallel = ParallelOptions(True)
     dpb = DefaultPassBuilder
     pm = PassManager(name)
     pm.passes.extend(dpb.define_untyped_pipeline(state).passes)
-    pm.passes.extend((QuietParforPass, desc) if cls is ParforPass else (cls, desc)
+    pm.add_pass(StepPrangeRewrite, "prange with a step other than 1")
+    ours = {ParforPass: QuietParforPass, PreParforPass: MLIRPreParforPass}
+    pm.passes.extend((ours.get(cls, cls), desc)
                      for cls, desc in dpb.define_typed_pipeline(state).passes)
     pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
     pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")

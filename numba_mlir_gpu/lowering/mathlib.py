@@ -14,7 +14,7 @@ from .._mlir import arith, math
 from .build import cmpf, cmpi, const, select
 from .casts import cast
 from .errors import UnsupportedConstructError
-from .registry import call_rules
+from .registry import attr_rules, call_rules
 
 
 def _float_args(args, sig, expr):
@@ -179,3 +179,49 @@ def _numpy_extremum(int_pred, float_op):
 
 call_rules.register(np.minimum)(_numpy_extremum("lt", arith.MinimumFOp))
 call_rules.register(np.maximum)(_numpy_extremum("gt", arith.MaximumFOp))
+
+
+def _numeric_arg(args, sig, expr):
+    ty = types.unliteral(sig.return_type)
+    if not isinstance(ty, (types.Integer, types.Float)):
+        raise UnsupportedConstructError(
+            f"{getattr(expr.func, 'name', 'this function')} returning {ty}", expr.loc)
+    return cast(args[0], sig.args[0], ty), ty
+
+
+@call_rules.register(np.square)
+def square(lw, args, sig, expr):
+    x, ty = _numeric_arg(args, sig, expr)
+    return (arith.MulFOp if isinstance(ty, types.Float) else arith.MulIOp)(x, x).result
+
+
+@call_rules.register(np.sign)
+def sign(lw, args, sig, expr):
+    """1, -1, or the argument itself (0, -0.0 and NaN), as Numba."""
+    x, ty = _numeric_arg(args, sig, expr)
+    zero = const(ty, 0)
+    positive = cmpf("OGT", x, zero) if isinstance(ty, types.Float) else \
+        cmpi("sgt" if ty.signed else "ugt", x, zero)
+    result = select(positive, const(ty, 1), x)
+    if isinstance(ty, types.Float):
+        return select(cmpf("OLT", x, zero), const(ty, -1), result)
+    if ty.signed:
+        return select(cmpi("slt", x, zero), const(ty, -1), result)
+    return result
+
+
+@call_rules.register(np.conjugate, np.conj)
+def conjugate(lw, args, sig, expr):
+    """The conjugate of a real number is itself (complex numbers are not supported)."""
+    x, ty = _numeric_arg(args, sig, expr)
+    return x
+
+
+@attr_rules.register((types.Integer, "real"), (types.Float, "real"), (types.Boolean, "real"))
+def real_part(lw, value, ty, expr):
+    return value
+
+
+@attr_rules.register((types.Integer, "imag"), (types.Float, "imag"), (types.Boolean, "imag"))
+def imaginary_part(lw, value, ty, expr):
+    return const(types.unliteral(ty), 0)

@@ -219,6 +219,11 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         body = BodyLowering(lw, parfor, nest, [], captured=None)
         sequential_for(nest.trips, lambda counters: body(counters, []))
         return
+    from .array_reductions import array_reduction_names, lower_array_reductions
+    if array_reduction_names(lw, parfor):
+        lower_array_reductions(lw, parfor, nest,
+                               lambda captured: BodyLowering(lw, parfor, nest, [], captured))
+        return
     reductions = reductions_of(lw, parfor)
     exclude = set(nest.vars) | {r.name for r in reductions}
     body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude))

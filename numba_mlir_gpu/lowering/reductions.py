@@ -1,0 +1,424 @@
+"""NumPy reductions lowered directly: argmin/argmax (whole array and
+`axis=`) and `sum(axis=)`.
+
+Numba implements these with constructs we do not lower (IndexValue pairs,
+transposed views, `resolve_getattr`); rewrites.py keeps argmin/argmax away
+from its parfor swap so the calls reach these rules.
+
+* Whole array: parallel scalar reductions through the target's
+  `parallel_loop` (deterministic partials on both targets). argmin is two
+  passes: the extreme value (and the first NaN), then the first index
+  holding it, so ties resolve to the first index as in NumPy.
+* `axis=`: a parallel loop over the output elements, each folding its line
+  along the axis sequentially, in index order (as Numba does).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.core import types
+from numba.np.arraymath import axis_bound_err
+
+from .._mlir import arith, ir, scf
+from .arrays import allocate, load_element, shape_of, store_element
+from .build import cmpf, cmpi, const, const_i64, const_index, select, to_i64, to_index
+from .casts import cast, truth
+from .errors import UnsupportedConstructError
+from .loops import parallel_for
+from .parfors import Reduction
+from .registry import call_rules, method_rules
+from .values import ArrayValue, TupleValue
+
+
+# -- helpers -------------------------------------------------------------------
+
+def call_operands(lw, args: list, sig, expr, names: tuple) -> dict:
+    """The lowered operands by parameter name: positional then keywords, each
+    as (value, numba type); absent ones are missing from the dict."""
+    found = {name: (value, types.unliteral(ty))
+             for name, value, ty in zip(names, args, sig.args)}
+    for name, var in expr.kws:
+        found[name] = (lw.read(var), types.unliteral(lw.typeof(var.name)))
+    return {name: item for name, item in found.items()
+            if not isinstance(item[1], (types.NoneType, types.Omitted))}
+
+
+def _array_operand(operands: dict, function: str, expr) -> ArrayValue:
+    value, ty = operands.get("a", (None, None))
+    if not isinstance(value, ArrayValue):
+        raise UnsupportedConstructError(f"{function} of {ty}", expr.loc)
+    return value
+
+
+def flat_index(counters: list, extents: list) -> ir.Value:
+    """Row-major position (i64) of the index values `counters` in `extents`."""
+    flat = const_index(0)
+    for counter, extent in zip(counters, extents):
+        flat = arith.AddIOp(arith.MulIOp(flat, extent).result, counter).result
+    return to_i64(flat)
+
+
+def size_of(array: ArrayValue) -> ir.Value:
+    size = const_i64(1)
+    for extent in shape_of(array):
+        size = arith.MulIOp(size, to_i64(extent)).result
+    return size
+
+
+def _sequential_fold(extents: list, initial: list, body) -> list:
+    def nest(level, counters, accs):
+        if level == len(extents):
+            return body(counters, accs)
+        loop = scf.ForOp(const_index(0), extents[level], const_index(1), accs)
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(nest(level + 1, counters + [loop.induction_variable],
+                             list(loop.inner_iter_args)))
+        return list(loop.results)
+    return nest(0, [], initial)
+
+
+def fold_elements(lw, array: ArrayValue, reductions: list[Reduction], step) -> list[ir.Value]:
+    """Fold every element of `array` into `reductions`:
+    `step(flat_index, value, accumulators) -> accumulators`. Parallel with the
+    target's deterministic partials; sequential inside a parallel body."""
+    extents = shape_of(array)
+
+    def body(counters, accs):
+        return step(flat_index(counters, extents), load_element(array, counters), accs)
+    return fold_box(lw, extents, reductions, body)
+
+
+def fold_box(lw, extents: list, reductions: list[Reduction], body) -> list[ir.Value]:
+    """Fold the index box `extents` into `reductions`:
+    `body(indices, accumulators) -> accumulators`."""
+    if lw.parallel_depth > 0:
+        return _sequential_fold(extents, [r.identity_value() for r in reductions], body)
+    return lw.target.parallel_loop(lw, extents, body, reductions)
+
+
+def _extreme_identity(dtype, largest: bool):
+    """The start of a max (largest) or min fold: -inf/+inf or the integer limits."""
+    if isinstance(dtype, types.Float):
+        return float("-inf") if largest else float("inf")
+    info = np.iinfo(np.dtype(str(dtype)))
+    return info.min if largest else info.max
+
+
+def _comparable(array: ArrayValue):
+    """(dtype, convert) for comparing elements: booleans as uint8, since
+    partial results live in memory and MLIR cannot lower i1 memrefs."""
+    if isinstance(array.type.dtype, types.Boolean):
+        i8 = ir.IntegerType.get_signless(8)
+        return types.uint8, lambda v: arith.ExtUIOp(i8, v).result
+    return array.type.dtype, lambda v: v
+
+
+def _is_nan(value: ir.Value, dtype) -> ir.Value:
+    return cmpf("UNO", value, value)
+
+
+def _equal(a: ir.Value, b: ir.Value, dtype) -> ir.Value:
+    return cmpf("OEQ", a, b) if isinstance(dtype, types.Float) else cmpi("eq", a, b)
+
+
+def _beats(value: ir.Value, best: ir.Value, dtype, largest: bool) -> ir.Value:
+    """`value > best` (largest) or `value < best`; false when either is NaN."""
+    if isinstance(dtype, types.Float):
+        return cmpf("OGT" if largest else "OLT", value, best)
+    signed = isinstance(dtype, types.Integer) and dtype.signed
+    return cmpi(("s" if signed else "u") + ("gt" if largest else "lt"), value, best)
+
+
+# -- argmin / argmax -------------------------------------------------------------
+
+def _whole_arg_extreme(lw, array: ArrayValue, largest: bool) -> ir.Value:
+    """np.argmin/np.argmax of the flattened (row-major) array, as Numba: the
+    first NaN if there is one, else the first index of the extreme value."""
+    dtype, comparable = _comparable(array)
+    n = size_of(array)
+    name = "argmax" if largest else "argmin"
+    lw.errors.raise_if(lw, cmpi("eq", n, const_i64(0)), lw.errors.code(
+        ValueError, (f"attempt to get {name} of an empty sequence",)))
+    op = max if largest else min
+    best = Reduction("extreme", dtype, op, _extreme_identity(dtype, largest))
+    reductions = [best]
+    floating = isinstance(dtype, types.Float)
+    if floating:
+        first_nan = Reduction("first_nan", types.int64, min, None, initial=n)
+        reductions.append(first_nan)
+
+    def extreme(k, v, accs):
+        v = comparable(v)
+        result = [best.combine(accs[0], v)]        # a NaN never wins the comparison
+        if floating:
+            result.append(first_nan.combine(accs[1], select(_is_nan(v, dtype), k, n)))
+        return result
+    results = fold_elements(lw, array, reductions, extreme)
+    first = Reduction("first", types.int64, min, None, initial=n)
+
+    def first_index(k, v, accs):
+        return [first.combine(accs[0], select(_equal(comparable(v), results[0], dtype), k, n))]
+    (index,) = fold_elements(lw, array, [first], first_index)
+    if floating:
+        index = select(cmpi("slt", results[1], n), results[1], index)
+    return index
+
+
+def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> ArrayValue:
+    """np.argmin/np.argmax along an axis: each output element scans its line
+    in order, keeping the first extreme (or the first NaN, which ends it)."""
+    dtype, comparable = _comparable(array)
+    line = AxisLines(lw, array, axis)
+    name = "argmax" if largest else "argmin"
+    empty_line = arith.AndIOp(cmpi("eq", to_i64(line.length), const_i64(0)),
+                              cmpi("ne", line.count(), const_i64(0))).result
+    lw.errors.raise_if(lw, empty_line, lw.errors.code(
+        ValueError, (f"attempt to get {name} of an empty sequence",)))
+    out = allocate(lw, result_ty, line.out_extents)
+    floating = isinstance(dtype, types.Float)
+
+    def body(indices):
+        start = [const(dtype, _extreme_identity(dtype, largest)), const_i64(0),
+                 const(types.boolean, 0)]
+        loop = scf.ForOp(const_index(0), line.length, const_index(1), start)
+        with ir.InsertionPoint(loop.body):
+            best, at, done = loop.inner_iter_args
+            k = loop.induction_variable
+            v = comparable(load_element(array, line.element(indices, k)))
+            nan = _is_nan(v, dtype) if floating else const(types.boolean, 0)
+            live = arith.XOrIOp(done, const(types.boolean, 1)).result
+            take = arith.AndIOp(live, arith.OrIOp(nan, _beats(v, best, dtype, largest)).result).result
+            scf.YieldOp([select(take, v, best), select(take, to_i64(k), at),
+                         arith.OrIOp(done, arith.AndIOp(live, nan).result).result])
+        store_element(cast(loop.results[1], types.int64, result_ty.dtype), out, indices)
+    parallel_for(lw, line.out_extents, body)
+    return out
+
+
+def _arg_extreme(largest: bool):
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a", "axis"))
+        array = _array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
+        result_ty = types.unliteral(sig.return_type)
+        if "axis" in operands:
+            axis = _axis_value(lw, operands["axis"], array, expr,
+                               (ValueError, "axis is out of bounds"))
+            if isinstance(result_ty, types.Array):
+                return _axis_arg_extreme(lw, array, axis, result_ty, largest)
+        return cast(_whole_arg_extreme(lw, array, largest), types.int64, result_ty)
+    return rule
+
+
+call_rules.register(np.argmin)(_arg_extreme(False))
+call_rules.register(np.argmax)(_arg_extreme(True))
+
+
+# -- reductions along an axis ---------------------------------------------------------
+
+def _axis_value(lw, operand, array: ArrayValue, expr, error=None) -> ir.Value:
+    """The axis as an i64 in [0, ndim), negative values counted from the end;
+    an axis out of bounds raises `error` (class, message; by default NumPy's
+    AxisError) after the statement (the loops meanwhile use axis 0, so they
+    stay in bounds)."""
+    value, ty = operand
+    if not isinstance(ty, types.Integer):
+        raise UnsupportedConstructError(f"an axis of type {ty}", expr.loc)
+    ndim = const_i64(array.type.ndim)
+    axis = cast(value, ty, types.int64)
+    axis = select(cmpi("slt", axis, const_i64(0)), arith.AddIOp(axis, ndim).result, axis)
+    bad = arith.OrIOp(cmpi("slt", axis, const_i64(0)), cmpi("sge", axis, ndim)).result
+    error = error or (axis_bound_err,
+                      f"axis is out of bounds for array of dimension {array.type.ndim}")
+    lw.errors.raise_if(lw, bad, lw.errors.code(error[0], error[1:]))
+    return select(bad, const_i64(0), axis)
+
+
+class AxisLines:
+    """The lines of `array` along a run-time `axis`: the output box (the shape
+    without that axis), the line length and the element at (output index, k)."""
+
+    def __init__(self, lw, array: ArrayValue, axis: ir.Value):
+        self.array = array
+        self.axis = to_index(axis)
+        shape = shape_of(array)
+        ndim = len(shape)
+        self.length = shape[0]
+        for d in range(1, ndim):
+            self.length = select(self._is(d, "eq"), shape[d], self.length)
+        # Output dimension j is input dimension j before the axis, j + 1 after it.
+        self.out_extents = [select(self._is(j, "ugt"), shape[j], shape[j + 1])
+                            for j in range(ndim - 1)]
+
+    def _is(self, d: int, pred: str) -> ir.Value:
+        """`axis <pred> d`, e.g. "ugt": the axis comes after dimension d."""
+        return cmpi(pred, self.axis, const_index(d))
+
+    def count(self) -> ir.Value:
+        total = const_i64(1)
+        for extent in self.out_extents:
+            total = arith.MulIOp(total, to_i64(extent)).result
+        return total
+
+    def element(self, out_indices: list, k: ir.Value) -> list[ir.Value]:
+        ndim = len(out_indices) + 1
+        indices = []
+        for d in range(ndim):
+            before = out_indices[d] if d < ndim - 1 else k      # d < axis
+            after = out_indices[d - 1] if d > 0 else k           # d > axis
+            chosen = select(self._is(d, "ugt"), before, after)
+            indices.append(select(self._is(d, "eq"), k, chosen))
+        return indices
+
+
+def _sum_along(lw, array: ArrayValue, axis: ir.Value, result_ty: types.Array) -> ArrayValue:
+    line = AxisLines(lw, array, axis)
+    out = allocate(lw, result_ty, line.out_extents)
+    acc_ty = result_ty.dtype
+    adder = Reduction("sum", acc_ty, operator.add, 0)
+
+    def body(indices):
+        loop = scf.ForOp(const_index(0), line.length, const_index(1), [const(acc_ty, 0)])
+        with ir.InsertionPoint(loop.body):
+            v = load_element(array, line.element(indices, loop.induction_variable))
+            scf.YieldOp([adder.combine(loop.inner_iter_args[0], cast(v, array.type.dtype, acc_ty))])
+        store_element(loop.results[0], out, indices)
+    parallel_for(lw, line.out_extents, body)
+    return out
+
+
+def _whole_sum(lw, array: ArrayValue, acc_ty) -> ir.Value:
+    total = Reduction("sum", acc_ty, operator.add, 0)
+    (result,) = fold_elements(lw, array, [total], lambda k, v, accs: [
+        total.combine(accs[0], cast(v, array.type.dtype, acc_ty))])
+    return result
+
+
+@call_rules.register(np.sum)
+def numpy_sum(lw, args, sig, expr):
+    """np.sum / .sum() with `axis=` (and `dtype=`); without an axis Numba's
+    parfor pass has already made it a parfor, except in the cases handled here."""
+    operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
+    array = _array_operand(operands, "np.sum", expr)
+    result_ty = types.unliteral(sig.return_type)
+    if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
+        raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)
+    if "axis" in operands:
+        axis = _axis_value(lw, operands["axis"], array, expr)
+        if isinstance(result_ty, types.Array):
+            return _sum_along(lw, array, axis, result_ty)
+    return _whole_sum(lw, array, result_ty)
+
+
+# -- any / all --------------------------------------------------------------------
+
+def _any_or_all(is_any: bool):
+    def rule(lw, args, sig, expr):
+        array = args[0]
+        if len(args) != 1 or expr.kws or not isinstance(array, ArrayValue):
+            raise UnsupportedConstructError(
+                f"np.{'any' if is_any else 'all'} other than of a whole array", expr.loc)
+        # Truth values folded as bytes (partials live in memory; no i1 memrefs).
+        found = Reduction("any" if is_any else "all", types.uint8, max if is_any else min,
+                          0 if is_any else 1)
+        i8 = ir.IntegerType.get_signless(8)
+
+        def step(k, v, accs):
+            byte = arith.ExtUIOp(i8, truth(v, array.type.dtype)).result
+            return [found.combine(accs[0], byte)]
+        (result,) = fold_elements(lw, array, [found], step)
+        return cmpi("ne", result, const(types.uint8, 0))
+    return rule
+
+
+for _is_any, _fn in ((True, np.any), (False, np.all)):
+    call_rules.register(_fn)(_any_or_all(_is_any))
+    method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))
+
+
+# -- nonzero ----------------------------------------------------------------------
+
+def nonzero(lw, args, sig, expr):
+    """np.nonzero(a) / np.where(a) / a.nonzero(): a parallel count of the
+    non-zero elements, then one sequential pass in row-major order writing
+    their indices (host code on the GPU target)."""
+    array = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if len(args) != 1 or not isinstance(array, ArrayValue) or \
+            not isinstance(result_ty, types.BaseTuple):
+        raise UnsupportedConstructError(f"np.nonzero of {', '.join(map(str, sig.args))}", expr.loc)
+    lw.target.check_element_access(lw, array, expr.loc)
+    dtype = array.type.dtype
+    i64 = ir.IntegerType.get_signless(64)
+    count = Reduction("count", types.int64, operator.add, 0)
+
+    def counted(k, v, accs):
+        return [count.combine(accs[0], arith.ExtUIOp(i64, truth(v, dtype)).result)]
+    (n,) = fold_elements(lw, array, [count], counted)
+    outputs = [allocate(lw, ty, [to_index(n)]) for ty in result_ty.types]
+
+    def write(counters, accs):
+        (position,) = accs
+        nonzero = truth(load_element(array, counters), dtype)
+        branch = scf.IfOp(nonzero, [ir.IndexType.get()], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            for out, counter in zip(outputs, counters):
+                store_element(cast(to_i64(counter), types.int64, out.type.dtype), out, [position])
+            scf.YieldOp([arith.AddIOp(position, const_index(1)).result])
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp([position])
+        return [branch.results[0]]
+    _sequential_fold(shape_of(array), [const_index(0)], write)
+    return TupleValue(outputs, result_ty)
+
+
+call_rules.register(np.nonzero)(nonzero)
+method_rules.register((types.Array, "nonzero"))(nonzero)
+
+
+# -- cumsum / cumprod -----------------------------------------------------------------
+
+def _running(combine_op, identity: int, name: str):
+    """np.cumsum / np.cumprod: over the flattened array, one sequential pass in
+    row-major order (host code on the GPU target); with `axis=` (cumsum), a
+    parallel loop over the lines, each scanned in order."""
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
+        array = _array_operand(operands, f"np.{name}", expr)
+        result_ty = types.unliteral(sig.return_type)
+        acc_ty = result_ty.dtype
+        step = Reduction(name, acc_ty, combine_op, identity)
+        if "axis" in operands:
+            axis = _axis_value(lw, operands["axis"], array, expr, (
+                ValueError, f"axis is out of bounds for array of dimension {array.type.ndim}"))
+        if "axis" in operands and array.type.ndim > 1:
+            line = AxisLines(lw, array, axis)
+            out = allocate(lw, result_ty, shape_of(array))
+
+            def scan(indices):
+                loop = scf.ForOp(const_index(0), line.length, const_index(1),
+                                 [const(acc_ty, identity)])
+                with ir.InsertionPoint(loop.body):
+                    at = line.element(indices, loop.induction_variable)
+                    value = cast(load_element(array, at), array.type.dtype, acc_ty)
+                    total = step.combine(loop.inner_iter_args[0], value)
+                    store_element(total, out, at)
+                    scf.YieldOp([total])
+            parallel_for(lw, line.out_extents, scan)
+            return out
+        lw.target.check_element_access(lw, array, expr.loc)
+        extents = shape_of(array)
+        out = allocate(lw, result_ty, [to_index(size_of(array))])
+
+        def flat_scan(counters, accs):
+            value = cast(load_element(array, counters), array.type.dtype, acc_ty)
+            total = step.combine(accs[0], value)
+            store_element(total, out, [to_index(flat_index(counters, extents))])
+            return [total]
+        _sequential_fold(extents, [const(acc_ty, identity)], flat_scan)
+        return out
+    return rule
+
+
+call_rules.register(np.cumsum)(_running(operator.add, 0, "cumsum"))
+call_rules.register(np.cumprod)(_running(operator.mul, 1, "cumprod"))

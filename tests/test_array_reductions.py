@@ -1,0 +1,101 @@
+"""Array reductions in prange (`acc += arr`, `acc *= arr`), deterministic
+per-chunk private copies on the CPU; a clear error on the GPU target. Also
+in-place array operators, which they are built on."""
+import numpy as np
+import pytest
+from numba import prange
+
+import numba_mlir_gpu
+from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+
+from .support import TARGETS, check, ours
+
+
+def add_array(n, tmp):
+    acc = np.zeros(tmp.shape, np.int_)
+    for i in prange(n):
+        acc += tmp
+    return acc
+
+
+def multiply_array(n, tmp):
+    acc = 2 * np.ones(tmp.shape, np.int_)
+    for i in prange(n):
+        acc *= tmp
+    return acc
+
+
+def weighted_histogram(x, w):
+    h = np.zeros(w.shape[0], np.float32)
+    for i in prange(x.shape[0]):
+        h += w * x[i]
+    return h
+
+
+def rebinding_sum(x, w):
+    h = np.zeros(w.shape[0])
+    for i in prange(x.shape[0]):
+        h = h + w * x[i]
+    return h
+
+
+def inplace_in_prange_body(a, b):
+    out = np.zeros(a.shape[0])
+    for i in prange(a.shape[0]):
+        acc = np.zeros(3)      # allocation in the body: CPU only
+        acc += b
+        out[i] = acc[0] + a[i]
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 3, 100, 1001])
+def test_integer_array_reductions_are_exact(n):
+    tmp = np.arange(12).reshape(3, 4)
+    check(add_array, n, tmp)
+    check(add_array, n, np.asfortranarray(tmp))
+    check(add_array, n, tmp[:, ::2])
+    check(multiply_array, min(n, 20), np.full((2, 3), 2))
+
+
+def test_float_array_reduction():
+    rng = np.random.default_rng(0)
+    check(weighted_histogram, rng.random(10_000), rng.random(7), rtol=1e-5)
+
+
+def test_float_array_reduction_is_deterministic():
+    rng = np.random.default_rng(1)
+    x, w = rng.random(100_003), rng.random(5)
+    fn = ours(weighted_histogram, "cpu")
+    first = fn(x, w)
+    assert all(np.array_equal(fn(x, w), first) for _ in range(3))
+
+
+def test_inplace_operator_in_a_prange_body():
+    check(inplace_in_prange_body, np.arange(5.0), np.ones(3))
+
+
+def test_array_reductions_refused_on_the_gpu_target():
+    with pytest.raises(UnsupportedConstructError,
+                       match="array reductions in prange on the GPU target.*'acc'"):
+        numba_mlir_gpu.njit(target="compile-only")(add_array)(3, np.ones((2, 2), np.int_))
+
+
+def test_rebinding_an_array_in_prange_is_a_clear_error():
+    with pytest.raises(UnsupportedConstructError, match="more than once"):
+        ours(rebinding_sum, "cpu")(np.ones(4), np.ones(3))
+
+
+def inplace_operators(a, b):
+    a += b
+    a *= 2
+    a -= 1
+    return a
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_inplace_array_operators(target):
+    a = np.random.default_rng(2).random((4, 5))
+    check(inplace_operators, a.copy(), a.copy(), target=target)
+    check(inplace_operators, np.asfortranarray(a), 3.0, target=target)
+    check(inplace_operators, np.arange(6), np.arange(6), target=target)
+    check(inplace_operators, a.astype(np.float32), np.float32(0.5), target=target)

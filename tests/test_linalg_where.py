@@ -1,0 +1,103 @@
+"""np.dot / `@` (our own loops, no BLAS) and np.where(cond, x, y) with
+broadcasting: differential tests against Numba, C, Fortran and strided inputs."""
+import numba
+import numpy as np
+import pytest
+
+from .support import TARGETS, check, ours
+from .test_codegen import compile_only
+
+pytest.importorskip("scipy")     # Numba types np.dot only with SciPy installed
+
+
+def dot(a, b):
+    return np.dot(a, b)
+
+
+def matmul(a, b):
+    return a @ b
+
+
+def where(c, x, y):
+    return np.where(c, x, y)
+
+
+def where_expression(x):
+    return np.where(x > 0.5, x, 0.0)
+
+
+def _dot_operands():
+    rng = np.random.default_rng(0)
+    a, b, v, w = rng.random((5, 7)), rng.random((7, 3)), rng.random(7), rng.random(5)
+    return {
+        "vv": (v, v), "mv": (a, v), "vm": (w, a), "mm": (a, b),
+        "fortran": (np.asfortranarray(a), np.asfortranarray(b)),
+        "strided": (a[:, ::2], b[::2]), "reversed": (a[::-1], v[::-1]),
+        "vv32": (v.astype(np.float32), v.astype(np.float32)),
+        "mm32": (a.astype(np.float32), b.astype(np.float32)),
+        "empty": (np.empty((3, 0)), np.empty((0, 2))),
+    }
+
+
+DOT = _dot_operands()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(DOT))
+def test_dot(name, target):
+    check(dot, *DOT[name], target=target, rtol=1e-6)
+    check(matmul, *DOT[name], target=target, rtol=1e-6)
+
+
+def test_large_vector_dot_is_deterministic():
+    x = np.random.default_rng(1).random(1_000_003)
+    fn = ours(dot, "cpu")
+    first = fn(x, x)
+    np.testing.assert_allclose(first, np.dot(x, x), rtol=1e-12)
+    assert all(fn(x, x) == first for _ in range(3))
+
+
+def test_dot_size_mismatch_raises():
+    with pytest.raises(ValueError, match="incompatible array sizes"):
+        ours(dot, "cpu")(np.ones(3), np.ones(4))
+
+
+def _where_operands():
+    rng = np.random.default_rng(2)
+    a, b, v = rng.random((5, 7)), rng.random((5, 7)), rng.random(7)
+    return {
+        "same_shape": (a > .5, a, b), "broadcast_row": (a > .5, a, v),
+        "scalar_y": (v > .5, a, 1), "scalar_x_float32": (a > .5, 2.0, b.astype(np.float32)),
+        "fortran_strided": (np.asfortranarray(a) > .5, a[:, ::-1], np.asfortranarray(b)),
+        "int_condition": (a.astype(np.int64), a, b),
+        "column_condition": (a[:, :1] > .5, v.astype(np.int32), 3),
+    }
+
+
+WHERE = _where_operands()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(WHERE))
+def test_where(name, target):
+    check(where, *WHERE[name], target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_where_on_an_expression(target):
+    x = np.random.default_rng(3).random((6, 4))
+    check(where_expression, x, target=target)
+    check(where_expression, x[::2, 1:], target=target)
+
+
+def test_where_shape_mismatch_raises_as_numba():
+    args = (np.ones((5, 7)) > .5, np.ones((5, 7)), np.ones(5))
+    for fn in (numba.njit(where), ours(where, "cpu")):
+        with pytest.raises(ValueError, match="shape mismatch"):
+            fn(*args)
+
+
+def test_compile_only():
+    compile_only(dot, np.ones((4, 3)), np.ones((3, 2)))
+    compile_only(dot, np.ones(3), np.ones(3))
+    compile_only(where, np.ones(4) > 0, np.ones(4), 0.0)

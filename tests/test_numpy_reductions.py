@@ -1,0 +1,134 @@
+"""np.argmin/np.argmax (whole array and axis=) and np.sum(axis=): differential
+tests against Numba, on C-ordered, Fortran-ordered and strided inputs."""
+import numba
+import numpy as np
+import pytest
+
+from .support import TARGETS, check, ours
+from .test_codegen import compile_only
+
+
+def argmin(a):
+    return np.argmin(a)
+
+
+def argmax_method(a):
+    return a.argmax()
+
+
+def argmin_axis(a, axis):
+    return np.argmin(a, axis=axis)
+
+
+def argmax_axis_method(a, axis):
+    return a.argmax(axis=axis)
+
+
+def sum_axis(a, axis):
+    return np.sum(a, axis=axis)
+
+
+def sum_axis_method(a):
+    return a.sum(axis=1)
+
+
+def sum_axis_dtype(a):
+    return a.sum(axis=0, dtype=np.float32)
+
+
+def _inputs():
+    rng = np.random.default_rng(0)
+    x = rng.random((5, 6, 7))
+    with_nans = x.copy()
+    with_nans[2, 3, 1] = with_nans[4, 0, 0] = np.nan
+    ints = rng.integers(-3, 5, (6, 8))
+    return {
+        "float3d": x, "nans": with_nans, "int2d": ints, "nans1d": with_nans.ravel(),
+        "fortran": np.asfortranarray(x), "strided": x[:, ::2, 1:],
+        "uint8": (ints + 3).astype(np.uint8), "bool": ints > 2,
+        "all_nan": np.full((3, 3), np.nan),
+        "float32_ties": np.array([[3, 1, 1], [2, 2, 0]], np.float32),
+    }
+
+
+INPUTS = _inputs()
+
+
+def _axes(a):
+    """First, last (as -1) and, for 3-D, the middle axis (each check compiles anew)."""
+    return [0, -1] + ([1] if a.ndim == 3 else [])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_argmin_argmax_whole_array(name, target):
+    check(argmin, INPUTS[name], target=target)
+    check(argmax_method, INPUTS[name], target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_argmin_argmax_along_an_axis(name, target):
+    a = INPUTS[name]
+    for axis in _axes(a):
+        check(argmin_axis, a, axis, target=target)
+        check(argmax_axis_method, a, axis, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_sum_along_an_axis(name, target):
+    a = INPUTS[name]
+    for axis in _axes(a):
+        check(sum_axis, a, axis, target=target)
+    if a.ndim > 1:
+        check(sum_axis_method, a, target=target)
+        check(sum_axis_dtype, a, target=target)
+
+
+def test_argmin_of_a_large_array_is_the_first_of_ties():
+    a = np.zeros(1_000_003)
+    a[[5000, 700_000, 999_999]] = -1.0
+    check(argmin, a)
+    check(argmax_method, -a)
+
+
+@pytest.mark.parametrize("fn, args, error", [
+    (argmin, (np.empty(0),), "attempt to get argmin of an empty sequence"),
+    (argmax_method, (np.empty((2, 0)),), "attempt to get argmax of an empty sequence"),
+    (argmin_axis, (np.ones((3, 2)), 2), "axis is out of bounds"),
+    (sum_axis, (np.ones((3, 2)), -3), "out of bounds"),
+])
+def test_errors_as_numba(fn, args, error):
+    with pytest.raises(ValueError, match=error):
+        numba.njit(fn)(*args)
+    with pytest.raises(ValueError, match=error):
+        ours(fn, "cpu")(*args)
+
+
+def test_argmin_along_an_empty_axis_raises():
+    with pytest.raises(ValueError, match="empty sequence"):
+        ours(argmin_axis, "cpu")(np.empty((3, 0)), 1)
+    assert ours(argmin_axis, "cpu")(np.empty((0, 3)), 1).shape == (0,)
+
+
+def test_compile_only():
+    compile_only(argmin, np.ones(5))
+    compile_only(argmin_axis, np.ones((3, 3)), 1)
+    compile_only(sum_axis, np.ones((3, 3)), 0)
+
+
+def functions_in_a_prange_body(x, v, w, m):
+    out = np.empty(x.shape[0])
+    for i in numba.prange(x.shape[0]):
+        s = np.sum(m, axis=0)            # allocations in the body: CPU only
+        out[i] = (np.dot(v, w) * x[i] + np.argmin(v) + np.argmax(w) + np.any(v > 0.5)
+                  + np.sum(np.cumsum(v)) + s[1] + np.argmin(m, axis=1)[0])
+    return out
+
+
+def test_functions_in_a_prange_body_run_sequentially_inside_it():
+    pytest.importorskip("scipy")      # np.dot
+    rng = np.random.default_rng(4)
+    check(functions_in_a_prange_body, rng.random(50), rng.random(7), rng.random(7),
+          rng.random((3, 4)), rtol=1e-12)
