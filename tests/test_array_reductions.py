@@ -1,6 +1,6 @@
 """Array reductions in prange (`acc += arr`, `acc *= arr`), deterministic
-per-chunk private copies on the CPU; a clear error on the GPU target. Also
-in-place array operators, which they are built on."""
+per-chunk private copies (on the GPU: one thread per chunk). Also in-place
+array operators, which they are built on."""
 import numpy as np
 import pytest
 from numba import prange
@@ -32,6 +32,13 @@ def weighted_histogram(x, w):
     return h
 
 
+def shifted_sum(x, w):
+    h = w.copy()
+    for i in prange(x.shape[0]):
+        h += x[i]          # no temporary array in the body: a GPU kernel too
+    return h
+
+
 def rebinding_sum(x, w):
     h = np.zeros(w.shape[0])
     for i in prange(x.shape[0]):
@@ -48,13 +55,14 @@ def inplace_in_prange_body(a, b):
     return out
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("n", [0, 3, 100, 1001])
-def test_integer_array_reductions_are_exact(n):
+def test_integer_array_reductions_are_exact(n, target):
     tmp = np.arange(12).reshape(3, 4)
-    check(add_array, n, tmp)
-    check(add_array, n, np.asfortranarray(tmp))
-    check(add_array, n, tmp[:, ::2])
-    check(multiply_array, min(n, 20), np.full((2, 3), 2))
+    check(add_array, n, tmp, target=target)
+    check(add_array, n, np.asfortranarray(tmp), target=target)
+    check(add_array, n, tmp[:, ::2], target=target)
+    check(multiply_array, min(n, 20), np.full((2, 3), 2), target=target)
 
 
 def test_float_array_reduction():
@@ -62,22 +70,31 @@ def test_float_array_reduction():
     check(weighted_histogram, rng.random(10_000), rng.random(7), rtol=1e-5)
 
 
-def test_float_array_reduction_is_deterministic():
+@pytest.mark.parametrize("target", TARGETS)
+def test_float_array_reduction_is_deterministic(target):
     rng = np.random.default_rng(1)
     x, w = rng.random(100_003), rng.random(5)
-    fn = ours(weighted_histogram, "cpu")
+    check(shifted_sum, x, w, rtol=1e-9, target=target)
+    fn = ours(shifted_sum, target)
     first = fn(x, w)
     assert all(np.array_equal(fn(x, w), first) for _ in range(3))
+    if target == "gpu":     # the same chunks, folded in the same order, as on the CPU
+        np.testing.assert_array_equal(first, ours(shifted_sum, "cpu")(x, w))
+
+
+def test_temporaries_in_a_gpu_array_reduction_are_refused_clearly():
+    with pytest.raises(UnsupportedConstructError, match="allocating arrays inside a GPU kernel"):
+        numba_mlir_gpu.njit(target="compile-only")(weighted_histogram)(np.ones(8), np.ones(3))
 
 
 def test_inplace_operator_in_a_prange_body():
     check(inplace_in_prange_body, np.arange(5.0), np.ones(3))
 
 
-def test_array_reductions_refused_on_the_gpu_target():
-    with pytest.raises(UnsupportedConstructError,
-                       match="array reductions in prange on the GPU target.*'acc'"):
-        numba_mlir_gpu.njit(target="compile-only")(add_array)(3, np.ones((2, 2), np.int_))
+def test_array_reductions_compile_for_the_gpu():
+    from .test_codegen import all_ptx, compile_only, entries
+    fn = compile_only(shifted_sum, np.ones(8), np.ones(3))
+    assert len(entries(all_ptx(fn))) >= 2       # the chunks, then the fold (and the fills)
 
 
 def test_rebinding_an_array_in_prange_is_a_clear_error():

@@ -4,8 +4,10 @@ an array defined before the loop), deterministically.
 The iteration space is cut into contiguous chunks; each chunk runs on a
 private copy of the array, started at the operator's identity, and a
 parallel loop over the elements then folds the copies into the array in
-chunk order. The GPU target refuses them for now (the private copies would
-need a kernel-side scheme), with an error naming the loop.
+chunk order. On the GPU the chunks are the threads of one kernel (each runs
+its chunk sequentially; the copies live in device memory) and the fold is a
+second kernel, so the result is the same bits as on the CPU: correct and
+deterministic, but only CHUNKS-way parallel.
 """
 from __future__ import annotations
 
@@ -41,11 +43,6 @@ def lower_array_reductions(lw, parfor, nest, body_for) -> None:
     given captured values; the array reduction variables are rebound to each
     chunk's private copy."""
     names = parfor.redvars
-    if lw.target.gpu:
-        raise UnsupportedConstructError(
-            "array reductions in prange on the GPU target (of "
-            + ", ".join(f"'{_user_name(n)}'" for n in names) + ")",
-            parfor.loc)
     reductions = []
     for name in names:
         ty = types.unliteral(lw.typeof(name))
