@@ -5,7 +5,7 @@ Importing this package registers every lowering rule.
 from __future__ import annotations
 
 from ..target import TargetChoice
-from . import arrays, control, expressions, mathlib, parfors, scalars, statements  # noqa: F401
+from . import arrays, control, expressions, mathlib, parfors, scalars, statements, views  # noqa: F401
 from .function import FunctionLowerer
 from .module import ModuleLowering
 from .targets import CPUStrategy, GPUStrategy

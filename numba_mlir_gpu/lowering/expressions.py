@@ -77,8 +77,10 @@ def lower_static_getitem(lw, expr, target):
 
 def _item(lw, value, index, index_ty, expr, target):
     if isinstance(value, ArrayValue):
-        return _result(lw, arrays.load_item(lw, value, index, index_ty, expr.loc),
-                       value.type.dtype, target)
+        item = arrays.load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target))
+        if isinstance(item, ArrayValue):
+            return item
+        return _result(lw, item, value.type.dtype, target)
     raise UnsupportedConstructError(
         f"indexing a value of type {lw.typeof(expr.value.name)} with {index_ty}", expr.loc)
 

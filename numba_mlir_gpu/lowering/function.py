@@ -22,7 +22,7 @@ from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
-from .types import flat_types, is_scalar, is_static, mlir_type, static_value, storage_type
+from .types import flat_types, is_scalar, is_static, param_type, static_value, storage_type
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
                      TupleValue)
 
@@ -94,15 +94,19 @@ class FunctionLowerer:
         self.body_depth = 0                     # > 0: inside a loop body region
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
+        self.entry_block: Optional[ir.Block] = None
+        self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
 
     # -- entry point -------------------------------------------------------
 
     def lower(self, module: ir.Module) -> func.FuncOp:
         loc = self.loc
-        arg_mlir = [mlir_type(t, loc) for ty in self.argtypes for t in flat_types(ty, loc)]
+        arg_mlir = [param_type(t, loc, self.entry)
+                    for ty in self.argtypes for t in flat_types(ty, loc)]
         with ir.InsertionPoint(module.body), self.location(loc):
             fn = func.FuncOp(self.name, ir.FunctionType.get(arg_mlir, []))
             entry = fn.add_entry_block()
+        self.entry_block = entry
         self.scope = Scope(entry)
         self.errors = FunctionErrors(self.mlower.exceptions, fn.body)
         self.arguments = self._split_arguments(list(entry.arguments))
@@ -255,7 +259,20 @@ class FunctionLowerer:
             return const(ty, value)
         if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
             return TupleValue([self.constant(v, t) for v, t in zip(value, ty.types)], ty)
+        if isinstance(ty, types.Array) and isinstance(value, np.ndarray):
+            return self.global_array(value, ty)
         return PyValue(value)
+
+    def global_array(self, value: np.ndarray, ty: types.Array) -> ArrayValue:
+        """A global NumPy array (a constant to Numba): copied once, at the top
+        of the function, from a constant memref.global into a new array, which
+        host code and kernels can both read."""
+        from .arrays import constant_array
+        key = id(value)
+        if key not in self.global_arrays:
+            with ir.InsertionPoint.at_block_terminator(self.entry_block), self.location(self.loc):
+                self.global_arrays[key] = constant_array(self, value, ty)
+        return self.global_arrays[key]
 
     def argument(self, index: int):
         ty = self.argtypes[index]
@@ -348,6 +365,10 @@ class FunctionLowerer:
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
             if origins[-1] is None:      # a new array (or any, from a callee)
+                if value.view:           # its memory belongs to another array
+                    from .arrays import copy_array
+                    from .views import copy_array
+                    value = copy_array(self, value)
                 results.append(value.memref)
         elif is_scalar(resty):
             results.append(casts.cast(value, ty, resty))
