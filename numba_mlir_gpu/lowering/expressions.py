@@ -7,7 +7,7 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing import signature
 
-from . import arrays, casts, control
+from . import arrays, casts, control, elementwise
 from .errors import UnsupportedConstructError
 from .registry import Registry
 from .values import ArrayValue, TupleValue
@@ -25,6 +25,8 @@ def lower_binop(lw, expr, target):
     fn = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
     lhs = lw.read_as(expr.lhs, sig.args[0])
     rhs = lw.read_as(expr.rhs, sig.args[1])
+    if expr.op == "inplace_binop" and isinstance(lhs, ArrayValue):
+        return elementwise.array_operator(lw, expr.fn, [lhs, rhs], sig, expr, inplace=True)
     return _result(lw, lw.binop(fn, lhs, rhs, sig, expr), sig.return_type, target)
 
 

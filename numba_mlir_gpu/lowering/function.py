@@ -17,7 +17,7 @@ from numba.core import types
 from numba.core.ir_utils import find_topo_order
 
 from .._mlir import arith, cf, func, ir, memref
-from . import calls, casts
+from . import calls, casts, elementwise
 from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
@@ -298,6 +298,9 @@ class FunctionLowerer:
             if rule is not None:
                 return rule(self, [callee.receiver] + args, sig, expr)
         elif isinstance(callee, PyValue):
+            if isinstance(callee.obj, np.ufunc) and (elementwise.is_array_operation(args)
+                                                      or callee.obj not in call_rules):
+                return elementwise.ufunc_call(self, callee.obj, args, sig, expr)
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
@@ -313,12 +316,16 @@ class FunctionLowerer:
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def binop(self, fn, lhs, rhs, sig, expr):
+        if elementwise.is_array_operation((lhs, rhs)):
+            return elementwise.array_operator(self, fn, [lhs, rhs], sig, expr)
         rule = binop_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
         return rule(self, [lhs, rhs], sig, expr)
 
     def unary(self, fn, value, sig, expr):
+        if elementwise.is_array_operation((value,)):
+            return elementwise.array_operator(self, fn, [value], sig, expr)
         rule = unary_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the unary operator {getattr(fn, '__name__', fn)}", expr.loc)

@@ -1,0 +1,177 @@
+"""NumPy ufuncs and operators on arrays, element by element, with
+broadcasting: `a + b`, `a += 1`, `-a`, `np.add(a, b, out)`, `np.divide(x, y)`.
+
+Numba's parfor pass turns most array expressions into parfors; these rules
+cover the ones it leaves (in-place operators, rewrites turned off, ufuncs
+with an output argument) and NumPy ufuncs called on scalars. The loop that
+NumPy would pick (`ufunc_find_matching_loop`) fixes the element types, and
+each element is computed by the scalar rule of the operation.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.core import types
+from numba.core.typing import signature
+from numba.core.typing.npydecl import (NumpyRulesArrayOperator, NumpyRulesInplaceArrayOperator,
+                                       NumpyRulesUnaryArrayOperator)
+from numba.np.numpy_support import ufunc_find_matching_loop
+
+from .._mlir import arith
+from .arrays import allocate, load_element, store_element
+from .build import cmpi, const_index, dim, select
+from .casts import cast
+from .errors import UnsupportedConstructError
+from .loops import parallel_for
+from .registry import binop_rules, call_rules, unary_rules
+from .values import ArrayValue
+
+# ufunc -> the scalar operator whose rule computes one element
+_SCALAR_OPERATOR = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
+    np.remainder: operator.mod, np.left_shift: operator.lshift,
+    np.right_shift: operator.rshift, np.bitwise_and: operator.and_,
+    np.bitwise_or: operator.or_, np.bitwise_xor: operator.xor, np.equal: operator.eq,
+    np.not_equal: operator.ne, np.less: operator.lt, np.less_equal: operator.le,
+    np.greater: operator.gt, np.greater_equal: operator.ge,
+    np.negative: operator.neg, np.positive: operator.pos, np.invert: operator.invert,
+    np.logical_not: operator.not_,
+}
+
+_OPERATOR_UFUNC = {op: getattr(np, name) for op, name in
+                   {**NumpyRulesArrayOperator._op_map,
+                    **NumpyRulesUnaryArrayOperator._op_map}.items()}
+_INPLACE_UFUNC = {op: getattr(np, name)
+                  for op, name in NumpyRulesInplaceArrayOperator._op_map.items()}
+
+
+def operator_ufunc(fn, inplace: bool = False):
+    return (_INPLACE_UFUNC if inplace else _OPERATOR_UFUNC).get(fn)
+
+
+def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr):
+    """One element of `ufunc`: (value, numba type)."""
+    value_types = [types.unliteral(t) for t in value_types]
+    loop = ufunc_find_matching_loop(ufunc, value_types)
+    if loop is None:
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} on {value_types}", expr.loc)
+    if any(not isinstance(t, (types.Integer, types.Float, types.Boolean))
+           for t in list(loop.inputs) + list(loop.outputs)):
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} on {loop.inputs}", expr.loc)
+    args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.inputs)]
+    out_ty = loop.outputs[0]
+    sig = signature(out_ty, *loop.inputs)
+    op = _SCALAR_OPERATOR.get(ufunc)
+    if op is not None:
+        rules = binop_rules if ufunc.nin == 2 else unary_rules
+        rule = rules.get(op)
+    else:
+        rule = call_rules.get(ufunc)
+        if rule is None:
+            raise UnsupportedConstructError(f"np.{ufunc.__name__} on arrays", expr.loc)
+    return rule(lw, args, sig, expr), out_ty
+
+
+def _broadcast_extents(lw, arrays: list, ndim: int) -> list:
+    """The extents of the broadcast of `arrays` over `ndim` axes; raises
+    ValueError as NumPy does when they do not broadcast."""
+    one = const_index(1)
+    extents = []
+    for axis in range(ndim):
+        extent = one
+        for array in arrays:
+            lead = ndim - array.type.ndim
+            if axis >= lead:
+                d = dim(array.memref, axis - lead)
+                extent = select(cmpi("eq", d, one), extent, d)
+        extents.append(extent)
+    failed = None
+    for array in arrays:
+        lead = ndim - array.type.ndim
+        for axis in range(array.type.ndim):
+            d = dim(array.memref, axis)
+            bad = arith.AndIOp(cmpi("ne", d, one), cmpi("ne", d, extents[lead + axis])).result
+            failed = bad if failed is None else arith.OrIOp(failed, bad).result
+    if failed is not None:
+        code = lw.errors.code(ValueError, ("operands could not be broadcast together",))
+        lw.errors.raise_if(lw, failed, code)
+    return extents
+
+
+def _element(value, indices: list):
+    """The element of an operand at the output's `indices` (broadcast)."""
+    if not isinstance(value, ArrayValue):
+        return value
+    lead = len(indices) - value.type.ndim
+    own = []
+    for axis in range(value.type.ndim):
+        d = dim(value.memref, axis)
+        own.append(select(cmpi("eq", d, const_index(1)), const_index(0), indices[lead + axis]))
+    return load_element(value, own)
+
+
+def elementwise(lw, ufunc, operands: list, operand_types: list, out: ArrayValue, expr) -> None:
+    """out[...] = ufunc(*operands) over the broadcast shape of out and operands."""
+    arrays = [o for o in operands if isinstance(o, ArrayValue)]
+    extents = _broadcast_extents(lw, arrays + [out], out.type.ndim)
+    element_types = [t.dtype if isinstance(t, types.Array) else t for t in operand_types]
+    sources = [_copy_if_aliased(lw, o, out) for o in operands]
+
+    def body(indices):
+        values = [_element(o, indices) for o in sources]
+        result, ty = scalar_ufunc(lw, ufunc, values, element_types, expr)
+        store_element(cast(result, ty, out.type.dtype), out, indices)
+    parallel_for(lw, extents, body)
+
+
+def _copy_if_aliased(lw, operand, out: ArrayValue):
+    """A view read while `out` is written may overlap it: read a copy."""
+    from .arrays import copy_array
+    if isinstance(operand, ArrayValue) and operand.view and operand is not out:
+        return copy_array(lw, operand)
+    return operand
+
+
+def new_result(lw, ty: types.Array, operands: list) -> ArrayValue:
+    arrays = [o for o in operands if isinstance(o, ArrayValue)]
+    extents = _broadcast_extents(lw, arrays, ty.ndim)
+    return allocate(lw, ty, extents)
+
+
+def array_operator(lw, fn, operands: list, sig, expr, inplace: bool = False):
+    """An operator with an array operand; in place, it writes its left operand."""
+    ufunc = operator_ufunc(fn, inplace)
+    if ufunc is None:
+        raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+    if inplace:
+        out = operands[0]
+        if not isinstance(out, ArrayValue):
+            raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+    else:
+        out = new_result(lw, sig.return_type, operands)
+    elementwise(lw, ufunc, operands, list(sig.args), out, expr)
+    return out
+
+
+def ufunc_call(lw, ufunc, args, sig, expr):
+    """np.<ufunc>(...) with arrays, scalars, or an output array argument."""
+    inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]
+    in_types = list(sig.args[:ufunc.nin])
+    if ufunc.nout != 1 or len(outputs) > 1:
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} with several outputs", expr.loc)
+    if not any(isinstance(a, ArrayValue) for a in args):
+        value, ty = scalar_ufunc(lw, ufunc, inputs, in_types, expr)
+        return cast(value, ty, sig.return_type)
+    if outputs:
+        out = outputs[0]
+    else:
+        out = new_result(lw, sig.return_type, inputs)
+    elementwise(lw, ufunc, inputs, in_types, out, expr)
+    return out
+
+
+def is_array_operation(values) -> bool:
+    return any(isinstance(v, ArrayValue) for v in values)
+

@@ -1,0 +1,92 @@
+"""Operators and NumPy ufuncs on arrays outside parfors (in-place operators,
+explicit outputs, broadcasting) and ufuncs on scalars, against Numba's njit."""
+import numpy as np
+import pytest
+
+from .support import TARGETS, check
+
+
+def inplace_scalar(a):
+    a += 1
+    a *= 2
+    return a
+
+
+def inplace_array(a, b):
+    a -= b
+    a /= 4.0
+    return a
+
+
+def inplace_narrowing(a, b):
+    a += b            # int32 += int64: computed as int64, stored back as int32
+    return a
+
+
+def broadcast_with_out(a, row, out):
+    np.add(a, row, out)
+
+
+def ufunc_with_out(a, b, out):
+    np.add(a, b, out)
+    np.multiply(out, 2, out)
+
+
+def divide_ints(a, b):
+    return np.divide(a, b)
+
+
+def scalar_ufuncs(x, y):
+    return np.add(x, y), np.divide(x, y), np.floor_divide(x, y), np.negative(x), \
+        np.greater(x, y), np.remainder(x, y)
+
+
+def inplace_through_view(a):
+    r = a[1]
+    r += 10
+    return a
+
+
+def unary_on_array(a):
+    b = -a
+    b += ~np.arange(3)
+    return b
+
+
+CASES = [
+    (inplace_scalar, lambda: (np.arange(6.0),)),
+    (inplace_scalar, lambda: (np.arange(6, dtype=np.int32),)),
+    (inplace_array, lambda: (np.arange(6.0), np.ones(6))),
+    (inplace_narrowing, lambda: (np.arange(5, dtype=np.int32), np.arange(5) * 2**31)),
+    (broadcast_with_out, lambda: (np.ones((3, 4)), np.arange(4.0), np.zeros((3, 4)))),
+    (ufunc_with_out, lambda: (np.arange(5.0), np.ones(5), np.zeros(5))),
+    (divide_ints, lambda: (np.arange(6), np.array([1, 2, 0, 4, 5, 6]))),
+    (scalar_ufuncs, lambda: (7, 2)),
+    (scalar_ufuncs, lambda: (-7.5, 2.0)),
+    (inplace_through_view, lambda: (np.zeros((3, 2)),)),
+    (unary_on_array, lambda: (np.arange(3),)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,make_args", CASES,
+                         ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CASES)])
+def test_elementwise_matches_numba(fn, make_args, target):
+    check(fn, *make_args(), target=target)
+
+
+def broadcast_mismatch(a, b):
+    a += b
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shape_mismatch_raises_as_numba_parallel(target):
+    """Parfor conversion always runs here, so the error is the one of
+    Numba's parallel=True (its shape check), not njit's ValueError."""
+    from numba import njit
+    from .support import ours
+    args = (np.zeros(4), np.ones(3))
+    with pytest.raises(AssertionError):
+        njit(parallel=True)(broadcast_mismatch)(*args)
+    with pytest.raises(AssertionError):
+        ours(broadcast_mismatch, target)(*args)
