@@ -90,3 +90,27 @@ def test_shape_mismatch_raises_as_numba_parallel(target):
         njit(parallel=True)(broadcast_mismatch)(*args)
     with pytest.raises(AssertionError):
         ours(broadcast_mismatch, target)(*args)
+
+
+def tuple_runtime_index(a, i):
+    t = (a[0], a[1], a[2])
+    return t[i] + t[-1 - i]
+
+
+def int_class_call(x):
+    return np.int64(x) + np.int32(x * 2)
+
+
+def ascontiguous(a):
+    return np.ascontiguousarray(a[:, 1])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args", [
+    (tuple_runtime_index, (np.arange(3.0), 1)),
+    (tuple_runtime_index, (np.arange(3.0), -2)),
+    (int_class_call, (3.7,)),
+    (ascontiguous, (np.arange(12.0).reshape(3, 4),)),
+])
+def test_small_gaps_match_numba(fn, args, target):
+    check(fn, *args, target=target)

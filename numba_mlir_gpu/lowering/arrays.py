@@ -5,6 +5,7 @@ import numpy as np
 from numba.core import types
 from numba.np.arrayobj import _array_copy_intrinsic
 from numba.np.npyimpl import _make_dtype_object
+from numba.np.unsafe.ndarray import empty_inferred
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import get_type_max_value, get_type_min_value
 
@@ -189,7 +190,7 @@ call_rules.register(get_type_min_value)(_extreme_value(False))
 
 
 @method_rules.register((types.Array, "copy"))
-@call_rules.register(_array_copy_intrinsic, np.copy)
+@call_rules.register(_array_copy_intrinsic, np.copy, np.ascontiguousarray)
 def array_copy(lw, args, sig, expr):
     source = args[0]
     if not isinstance(source, ArrayValue):
@@ -273,7 +274,7 @@ def _new_array(fill_value=None, like=False, explicit_fill=False):
     return rule
 
 
-call_rules.register(np.empty)(_new_array())
+call_rules.register(np.empty, empty_inferred)(_new_array())
 call_rules.register(np.zeros)(_new_array(0))
 call_rules.register(np.ones)(_new_array(1))
 call_rules.register(np.full)(_new_array(explicit_fill=True))

@@ -8,6 +8,7 @@ from numba.core import types
 from numba.core.typing import signature
 
 from . import arrays, casts, control, elementwise
+from .._mlir import arith
 from .errors import UnsupportedConstructError
 from .registry import Registry
 from .values import ArrayValue, TupleValue
@@ -83,8 +84,34 @@ def _item(lw, value, index, index_ty, expr, target):
         if isinstance(item, ArrayValue):
             return item
         return _result(lw, item, value.type.dtype, target)
+    if isinstance(value, TupleValue) and isinstance(types.unliteral(index_ty), types.Integer):
+        return _result(lw, _tuple_item(lw, value, index, types.unliteral(index_ty), expr),
+                       value.type.dtype, target)
     raise UnsupportedConstructError(
         f"indexing a value of type {lw.typeof(expr.value.name)} with {index_ty}", expr.loc)
+
+
+def _tuple_item(lw, value: TupleValue, index, index_ty, expr):
+    """A homogeneous tuple of scalars indexed at run time: a chain of
+    selects (negative indices wrap); out of range raises IndexError."""
+    from .build import cmpi, const, select
+    from .types import is_scalar
+    ty = value.type
+    if not isinstance(ty, types.UniTuple) or not is_scalar(types.unliteral(ty.dtype)) \
+            or not value.items:
+        raise UnsupportedConstructError(f"indexing {ty} at run time", expr.loc)
+    n = len(value.items)
+    index = casts.cast(index, index_ty, types.intp)
+    if index_ty.signed:
+        wrapped = arith.AddIOp(index, const(types.intp, n)).result
+        index = select(cmpi("slt", index, const(types.intp, 0)), wrapped, index)
+    outside = arith.OrIOp(cmpi("slt", index, const(types.intp, 0)),
+                          cmpi("sge", index, const(types.intp, n))).result
+    lw.errors.raise_if(lw, outside, lw.errors.code(IndexError, ("tuple index out of range",)))
+    result = value.items[0]
+    for i, item in enumerate(value.items[1:], 1):
+        result = select(cmpi("eq", index, const(types.intp, i)), item, result)
+    return result
 
 
 @expr_rules.register("build_tuple")

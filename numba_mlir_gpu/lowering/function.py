@@ -71,6 +71,12 @@ def _describe(callee, sig) -> str:
     return f"a value of type {type(callee).__name__}"
 
 
+def _describe_value(value) -> str:
+    if isinstance(value, PyValue):
+        return f"the compile-time object {value.obj!r}"
+    return f"a {type(value).__name__}"
+
+
 class FunctionLowerer:
     """Lowers one typed Numba function into `func.func @name` of a module."""
 
@@ -216,6 +222,9 @@ class FunctionLowerer:
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
         if is_scalar(types.unliteral(ty)):
+            if not isinstance(value, ir.Value):
+                raise UnsupportedConstructError(
+                    f"a {ty} variable ('{name}') holding {_describe_value(value)}", self.loc)
             if fromty is not None:
                 value = casts.cast(value, fromty, ty)
             slot = self.scope.find_slot(name)
@@ -304,7 +313,7 @@ class FunctionLowerer:
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
-            if isinstance(callee.obj, types.NumberClass) and len(args) == 1:
+            if isinstance(callee.obj, (types.NumberClass, types.Number)) and len(args) == 1:
                 return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
             if isinstance(callee.obj, type) and issubclass(callee.obj, BaseException):
                 return PyValue(ExceptionValue(callee.obj, tuple(

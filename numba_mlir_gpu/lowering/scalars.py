@@ -194,11 +194,16 @@ def not_(lw, args, sig, expr):
 
 @unary_rules.register(operator.invert)
 def invert(lw, args, sig, expr):
-    """Numba inverts in the operand's type, then widens (~uint8(3) == 252)."""
+    """Numba inverts in the operand's type, then widens (~uint8(3) == 252).
+    On booleans, Python's `~True` is the int -2, but NumPy's invert (array
+    expressions, typed bool -> bool) is logical not."""
     from .casts import cast
     ty = _scalar_sig(sig, expr)
     if isinstance(ty, types.Float):
         raise UnsupportedConstructError("'~' on floats", expr.loc)
+    if isinstance(ty, types.Boolean) and isinstance(types.unliteral(sig.return_type),
+                                                    types.Boolean):
+        return arith.XOrIOp(args[0], const(types.boolean, 1)).result
     if isinstance(ty, types.Boolean):
         ty, value = types.int64, cast(args[0], ty, types.int64)
     else:

@@ -202,8 +202,13 @@ def _is_user_function(dispatcher) -> bool:
 def classify_lowering_error(exc: BaseException) -> LoweringError:
     """Our UnsupportedConstructError and Numba errors raised from inside our
     pass are "unsupported"; invalid MLIR and Python errors are failures."""
-    message = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    first = message[0] if message else type(exc).__name__
+    lines = [l.strip() for l in f"{type(exc).__name__}: {exc}".strip().splitlines() if l.strip()]
+    # Numba prefixes "Failed in ... pipeline (step: ...)"; the cause follows it
+    while len(lines) > 1 and (lines[0].endswith(":") or "Failed in " in lines[0]):
+        lines = [f"{type(exc).__name__}: {lines[1]}"] + lines[2:]
+    first = lines[0] if lines else type(exc).__name__
+    if first.endswith(":") and len(lines) > 1:
+        first += " " + lines[1]
     if isinstance(exc, UnsupportedConstructError):
         return LoweringError("unsupported", first)
     if isinstance(exc, errors.NumbaError) and not isinstance(exc, MLIRCompilationError):

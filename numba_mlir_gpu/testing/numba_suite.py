@@ -26,7 +26,7 @@ import unittest
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .suite_spec import MODULES, ModuleSpec
+from .suite_spec import CI_PART, MODULES, ModuleSpec
 from .worker import (FAILED, NOT_APPLICABLE, PASSED, REFERENCE_ONLY, SKIPPED, UNSUPPORTED)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,9 +270,22 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
     path.write_text("\n".join(lines))
 
 
+def passing(doc: dict) -> list[str]:
+    return sorted(t for t, r in doc["tests"].items() if r["outcome"] == PASSED)
+
+
+def write_baseline(doc: dict, path: Path) -> None:
+    path.write_text(json.dumps({
+        "part": list(CI_PART), "numba_version": doc["numba_version"], "date": doc["date"],
+        "target": doc["target"], "passed": len(passing(doc)), "passing_tests": passing(doc),
+    }, indent=1) + "\n")
+
+
 # -- command line -----------------------------------------------------------------
 
 def select_tests(modules: Optional[list], classes: Optional[list]) -> tuple[list, list]:
+    """The ids of the tests of `modules` (all if None), narrowed to `classes`
+    ("Class" or "module.Class") if given."""
     specs = [s for s in MODULES if not modules or s.name in modules]
     ids = discover(specs)
     if classes:
@@ -281,10 +294,16 @@ def select_tests(modules: Optional[list], classes: Optional[list]) -> tuple[list
     return specs, ids
 
 
+def part_ids(part: tuple) -> list[str]:
+    """The ids of a part given as module names and module.Class names."""
+    ids = discover(MODULES)
+    return [t for t in ids if t.split(".")[2] in part or ".".join(t.split(".")[2:4]) in part]
+
+
 def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout: float = 300,
-        log_dir=None, progress=False) -> dict:
-    """Run the selected tests; the result document (see result_document)."""
-    _, ids = select_tests(modules, classes)
+        log_dir=None, progress=False, part: Optional[tuple] = None) -> dict:
+    """Run the selected tests (or `part`); the result document (see result_document)."""
+    ids = part_ids(part) if part else select_tests(modules, classes)[1]
     na = not_applicable()
     unknown = sorted(set(na) - set(discover(MODULES)))
     if unknown:
@@ -304,6 +323,9 @@ def main(argv=None) -> int:
     parser.add_argument("--module", action="append", help="numba.tests module name (repeatable)")
     parser.add_argument("--class", dest="classes", action="append",
                         help="test class, as Class or module.Class (repeatable)")
+    parser.add_argument("--part", choices=("ci",), help="run only the part CI runs")
+    parser.add_argument("--baseline", type=Path,
+                        help="with --part ci: record the passing tests as CI's baseline here")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per test")
     parser.add_argument("--write", action="store_true",
                         help="write docs/numba-suite[-gpu].json and docs/numba-suite.md "
@@ -311,12 +333,16 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="write the result document here")
     parser.add_argument("--log-dir", type=Path, help="keep each worker's stderr here")
     args = parser.parse_args(argv)
-    if args.write and (args.module or args.classes):
+    if args.write and (args.module or args.classes or args.part):
         parser.error("--write records the full suite; leave out --module/--class")
     if args.log_dir:
         args.log_dir.mkdir(parents=True, exist_ok=True)
     doc = run(args.module, args.classes, args.target, args.jobs, args.timeout, args.log_dir,
-              progress=True)
+              progress=True, part=CI_PART if args.part == "ci" else None)
+    if args.baseline:
+        if args.part != "ci":
+            parser.error("--baseline records the CI part; add --part ci")
+        write_baseline(doc, args.baseline)
     if args.write:
         json_path(args.target).write_text(json.dumps(doc, indent=1) + "\n")
         write_markdown()

@@ -42,3 +42,10 @@ BY_NAME = {spec.name: spec for spec in MODULES}
 
 def spec_of(test_id: str) -> ModuleSpec:
     return BY_NAME[test_id.split(".")[2]]
+
+
+# The part of the suite that CI runs (tests/test_numba_suite.py): whole
+# classes that cover prange loops, parfor basics, slices, the parfor passes
+# and array expressions, and that take about 3 minutes on 2 cores.
+CI_PART = ("test_parfors.TestPrangeBasic", "test_parfors.TestParforBasic",
+           "test_parfors.TestParforsSlice", "test_parfors_passes", "test_array_exprs")

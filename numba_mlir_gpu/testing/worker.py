@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 import unittest
 
 from .intercept import Interceptor, TestRecord, all_ours
@@ -64,7 +65,9 @@ def _adapt_module(module, icpt: Interceptor) -> None:
     """The runner's one adaptation of Numba's test helpers (documented in
     docs/numba-suite.md): `check_scheduling` looks for Numba's gufunc
     scheduler in the LLVM IR; for a result we compiled, the equivalent fact
-    is that the parfors became parallel loops (`scf.parallel`) in our MLIR."""
+    is that the parfors became parallel loops (`scf.parallel`) in our MLIR.
+    The failure message names Numba's scheduler as the original's does, since
+    some tests assert that a function has no parallel loop through it."""
     base = getattr(module, "TestParforsBase", None)
     if base is None or getattr(base, "_numba_suite_adapted", False):
         return
@@ -74,7 +77,9 @@ def _adapt_module(module, icpt: Interceptor) -> None:
         compiled = cres.metadata.get("numba_mlir_gpu") if cres.metadata else None
         if compiled is None:
             return original(self, cres, scheduler_type)
-        self.assertIn("scf.parallel", compiled.input_mlir)
+        if "scf.parallel" not in compiled.input_mlir:
+            raise self.failureException(
+                "'@do_scheduling' not found: no scf.parallel in the MLIR of MLIRGPUPipeline")
     base.check_scheduling = check_scheduling
     base._numba_suite_adapted = True
 
@@ -103,6 +108,7 @@ def main() -> int:
         icpt.policy = spec.policy
         record = icpt.record = TestRecord()
         result = unittest.TestResult()
+        start = time.monotonic()
         try:
             loader.loadTestsFromName(test_id).run(result)
         finally:
@@ -111,7 +117,8 @@ def main() -> int:
         protocol.write(json.dumps({
             "id": test_id, "outcome": outcome, "reason": reason[:400],
             "ours_compiles": record.ours_compiles, "ours_lowered": record.ours_lowered,
-            "reference_compiles": record.reference_compiles}) + "\n")
+            "reference_compiles": record.reference_compiles,
+            "seconds": round(time.monotonic() - start, 2)}) + "\n")
     return 0
 
 
