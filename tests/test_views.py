@@ -175,3 +175,77 @@ def test_view_errors_as_in_numba(fn, args, error, target):
         njit(fn)(*args)
     with pytest.raises(error):
         ours(fn, target)(*args)
+
+
+# -- one array variable bound to different arrays (branches, loops) -----------
+
+def pick_in_branch(a, b, c):
+    if c > 0:
+        x = a
+    else:
+        x = b
+    return x.sum()
+
+
+def new_arrays_in_branches(c):
+    if c > 0:
+        x = np.ones(3)
+    else:
+        x = np.zeros(4)
+    return x
+
+
+def view_chosen_in_branch(a, c):
+    x = a[:2]
+    if c:
+        x = a[2:4]
+    x[0] = 100
+    return a
+
+
+def last_view_of_loop(m):
+    for i in range(0, m.shape[0]):
+        z = m[i, :, :]
+    return np.max(z)
+
+
+def maybe_new(a, c):
+    if c > 0:
+        x = a + 1
+    else:
+        x = a
+    return x.sum(), x
+
+
+CARRIED = [
+    (pick_in_branch, (np.ones(3), np.arange(3.0), 1)),
+    (pick_in_branch, (np.ones(3), np.arange(3.0), -1)),
+    (new_arrays_in_branches, (1,)),
+    (new_arrays_in_branches, (-1,)),
+    (view_chosen_in_branch, (np.arange(5.0), True)),
+    (view_chosen_in_branch, (np.arange(5.0), False)),
+    (last_view_of_loop, (np.arange(60.0).reshape(3, 4, 5),)),
+    (maybe_new, (np.ones(3), 1)),
+    (maybe_new, (np.ones(3), -1)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args", CARRIED,
+                         ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CARRIED)])
+def test_array_variable_rebound_matches_numba(fn, args, target):
+    check(fn, *args, target=target)
+
+
+def grow_in_loop(a, n):
+    x = a
+    for i in range(n):
+        x = x + 1
+    return x
+
+
+def test_new_array_carried_around_a_loop_is_refused_clearly():
+    from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+    from .support import ours
+    with pytest.raises(UnsupportedConstructError, match="inside a loop"):
+        ours(grow_in_loop, "cpu")(np.ones(3), 2)

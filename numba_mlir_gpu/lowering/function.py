@@ -18,6 +18,7 @@ from numba.core.ir_utils import find_topo_order
 
 from .._mlir import arith, cf, func, ir, memref
 from . import calls, casts, elementwise
+from .carried import CarriedArrays, carried_arrays
 from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
@@ -101,6 +102,9 @@ class FunctionLowerer:
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
         self.entry_block: Optional[ir.Block] = None
+        self.body_region: Optional[RegionBlocks] = None
+        self.carried: Optional[CarriedArrays] = None
+        self.label: Optional[int] = None        # the Numba block being lowered
         self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
 
     # -- entry point -------------------------------------------------------
@@ -118,11 +122,15 @@ class FunctionLowerer:
         self.arguments = self._split_arguments(list(entry.arguments))
         blocks = self.func_ir.blocks
         order = find_topo_order(blocks)
-        region = RegionBlocks({label: fn.body.blocks.append() for label in sorted(blocks)})
+        self.carried = CarriedArrays(self, carried_arrays(self.func_ir, self.typemap))
+        region = RegionBlocks({label: fn.body.blocks.append(*self.carried.types)
+                               for label in sorted(blocks)})
+        self.body_region = region
         with ir.InsertionPoint(entry), self.location(loc):
             if self.entry:
                 self.target.prologue(self)
-            cf.BranchOp([], region.blocks[order[0]])
+            self.carried.make_placeholders()
+            cf.BranchOp(self.carried.placeholders, region.blocks[order[0]])
         self.lower_blocks(blocks, region)
         # Result types are known only once the return statements are lowered:
         # arrays that are arguments are handed back by the wrapper, not MLIR.
@@ -145,17 +153,20 @@ class FunctionLowerer:
 
     def lower_blocks(self, blocks: dict, region: RegionBlocks) -> None:
         outer, self.region = self.region, region
-        outer_ip = self.ip
+        outer_ip, outer_label = self.ip, self.label
         try:
             for label in sorted(blocks):
                 block = blocks[label]
                 self.ip = ir.InsertionPoint(region.blocks[label])
+                self.label = label
+                if region is self.body_region:
+                    self.carried.bind_block_arguments(region.blocks[label])
                 self.lower_stmts(block.body)
                 if not block.is_terminated:
                     with self.ip, self.location(self.loc):
                         self.jump_out()
         finally:
-            self.region, self.ip = outer, outer_ip
+            self.region, self.ip, self.label = outer, outer_ip, outer_label
 
     def lower_stmts(self, stmts) -> None:
         """Statements at `self.ip`, which a statement may move on (to the
@@ -175,9 +186,14 @@ class FunctionLowerer:
 
     def jump_to(self, label: int) -> None:
         if label in self.region.blocks:
-            cf.BranchOp([], self.region.blocks[label])
+            cf.BranchOp(self.branch_operands(), self.region.blocks[label])
         else:
             self.jump_out()
+
+    def branch_operands(self) -> list:
+        """What a branch between blocks of the current region passes: the
+        carried arrays, in the function body."""
+        return self.carried.operands() if self.region is self.body_region else []
 
     def jump_out(self) -> None:
         if self.region.exit is None:
@@ -233,7 +249,10 @@ class FunctionLowerer:
             self.store_slot(value, slot, ty)
             return
         bound = self.scope.values.get(name)
-        if bound is not None and bound is not value:
+        carried = name in self.carried.names and self.region is self.body_region
+        if carried:
+            self.carried.check_assignment(name, value, self.label)
+        if bound is not None and bound is not value and not carried:
             raise UnsupportedConstructError(
                 f"assigning variable '{name}' of type {ty} more than once "
                 "(only scalars may be reassigned)", self.loc)
