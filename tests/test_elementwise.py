@@ -114,3 +114,12 @@ def ascontiguous(a):
 ])
 def test_small_gaps_match_numba(fn, args, target):
     check(fn, *args, target=target)
+
+
+def dtype_type_call(a):
+    return a.dtype.type(3) + a[0]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dtype_type_matches_numba(target):
+    check(dtype_type_call, np.arange(3, dtype=np.int16), target=target)

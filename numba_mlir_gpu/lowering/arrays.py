@@ -82,20 +82,26 @@ def store_element(value: ir.Value, array: ArrayValue, indices: list) -> None:
 def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None):
     """`array[index]`: an element, or a view for an index with slices or
     fewer integers than axes."""
-    from . import views
+    from . import fancy, views
     if views.is_basic_view_index(index_ty, array.type.ndim):
         return views.basic_view(lw, array, index, index_ty, result_ty, loc)
+    if fancy.is_advanced_index(index_ty):
+        return fancy.fancy_getitem(lw, array, index, index_ty, result_ty, loc)
     lw.target.check_element_access(lw, array, loc)
     return load_element(array, element_indices(lw, array, index, index_ty, loc))
 
 
 def store_item(lw, target_var, index, index_ty, value_var) -> None:
-    from . import views
+    from . import fancy, views
     array = lw.read(target_var)
     if not isinstance(array, ArrayValue):
         raise UnsupportedConstructError(
             f"item assignment to {lw.typeof(target_var.name)}", target_var.loc)
     lw.target.check_element_access(lw, array, target_var.loc)
+    if fancy.is_advanced_index(index_ty):
+        fancy.fancy_setitem(lw, array, index, index_ty, lw.read(value_var),
+                            lw.typeof(value_var.name), target_var.loc)
+        return
     if views.is_basic_view_index(index_ty, array.type.ndim):
         result_ty = views.view_type(array.type, index_ty)
         view = views.basic_view(lw, array, index, index_ty, result_ty, target_var.loc)

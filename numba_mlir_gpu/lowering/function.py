@@ -361,6 +361,8 @@ class FunctionLowerer:
 
     def getattr(self, value, ty, attr: str, expr, target: str):
         if isinstance(value, PyValue):
+            if isinstance(value.obj, types.DType) and attr == "type":
+                return PyValue(value.obj.dtype)       # a.dtype.type: the scalar type
             try:
                 return self.constant(getattr(value.obj, attr), self.typeof(target))
             except AttributeError:
