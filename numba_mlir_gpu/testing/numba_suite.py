@@ -29,9 +29,11 @@ from typing import Iterable, Optional
 from .suite_spec import CI_PART, MODULES, ModuleSpec
 from .worker import (FAILED, NOT_APPLICABLE, PASSED, REFERENCE_ONLY, SKIPPED, UNSUPPORTED)
 
+NOT_RUN = "not_run"
+
 ROOT = Path(__file__).resolve().parents[2]
 NA_FILE = Path(__file__).with_name("not_applicable.txt")
-OUTCOMES = (PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY)
+OUTCOMES = (PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY, NOT_RUN)
 COMMAND = "PYTHONPATH=. python -m numba_mlir_gpu.testing.numba_suite --write"
 
 
@@ -134,7 +136,10 @@ def worker_env(target: str) -> dict:
 
 
 def run_tests(test_ids: list[str], target: str, jobs: int, timeout: float,
-              log_dir: Optional[Path] = None, progress: bool = False) -> dict[str, dict]:
+              log_dir: Optional[Path] = None, progress: bool = False,
+              budget: Optional[float] = None) -> dict[str, dict]:
+    """Run the tests in `jobs` workers. Past `budget` seconds no test is
+    started any more: the rest are recorded as not run."""
     queue = collections.deque(test_ids)
     results: dict[str, dict] = {}
     lock = threading.Lock()
@@ -149,6 +154,10 @@ def run_tests(test_ids: list[str], target: str, jobs: int, timeout: float,
                 if not queue:
                     break
                 test_id = queue.popleft()
+                if budget is not None and time.monotonic() - start > budget:
+                    results[test_id] = {"id": test_id, "outcome": NOT_RUN,
+                                        "reason": f"not started within the {budget:.0f} s budget"}
+                    continue
             if worker is None:
                 worker = _Worker(env, log)
             answer = worker.ask(test_id, timeout)
@@ -194,7 +203,7 @@ def summarize(test_ids: list[str], results: dict[str, dict]) -> dict[str, dict]:
 
 
 def pass_rate(counts: dict) -> float:
-    counted = counts["total"] - counts[NOT_APPLICABLE] - counts[SKIPPED]
+    counted = counts["total"] - counts[NOT_APPLICABLE] - counts[SKIPPED] - counts.get(NOT_RUN, 0)
     return round(100.0 * counts[PASSED] / counted, 1) if counted else 0.0
 
 
@@ -254,13 +263,13 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
                   f"Not-applicable list: {doc['not_applicable_entries']} entries "
                   "(`numba_mlir_gpu/testing/not_applicable.txt`).", "",
                   "| module | total | passed | failed | unsupported | not applicable | skipped "
-                  "| reference only | pass rate |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| reference only | not run | pass rate |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for module, c in doc["modules"].items():
             lines.append(f"| {module} | {c['total']} | {c[PASSED]} | {c[FAILED]} | "
                          f"{c[UNSUPPORTED]} | {c[NOT_APPLICABLE]} | {c[SKIPPED]} | "
-                         f"{c[REFERENCE_ONLY]} | {c['pass_rate']}% |")
-        lines += ["", "Pass rate = passed / (total - not applicable - skipped).", "",
+                         f"{c[REFERENCE_ONLY]} | {c.get(NOT_RUN, 0)} | {c['pass_rate']}% |")
+        lines += ["", "Pass rate = passed / (total - not applicable - skipped - not run).", "",
                   "Top reasons (failed and unsupported, all modules):", "",
                   "| tests | outcome | reason |", "|---|---|---|"]
         for item in doc["top_reasons"]:
@@ -301,7 +310,8 @@ def part_ids(part: tuple) -> list[str]:
 
 
 def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout: float = 300,
-        log_dir=None, progress=False, part: Optional[tuple] = None) -> dict:
+        log_dir=None, progress=False, part: Optional[tuple] = None,
+        budget: Optional[float] = None) -> dict:
     """Run the selected tests (or `part`); the result document (see result_document)."""
     ids = part_ids(part) if part else select_tests(modules, classes)[1]
     na = not_applicable()
@@ -311,7 +321,7 @@ def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout:
     start = time.monotonic()
     results = {t: {"id": t, "outcome": NOT_APPLICABLE, "reason": na[t]} for t in ids if t in na}
     results.update(run_tests([t for t in ids if t not in na], target, jobs, timeout,
-                             log_dir, progress))
+                             log_dir, progress, budget))
     return result_document(ids, results, target, time.monotonic() - start, na)
 
 
@@ -327,6 +337,8 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline", type=Path,
                         help="with --part ci: record the passing tests as CI's baseline here")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per test")
+    parser.add_argument("--budget", type=float,
+                        help="seconds after which no test is started (the rest: not run)")
     parser.add_argument("--write", action="store_true",
                         help="write docs/numba-suite[-gpu].json and docs/numba-suite.md "
                              "(only for a full run)")
@@ -338,7 +350,7 @@ def main(argv=None) -> int:
     if args.log_dir:
         args.log_dir.mkdir(parents=True, exist_ok=True)
     doc = run(args.module, args.classes, args.target, args.jobs, args.timeout, args.log_dir,
-              progress=True, part=CI_PART if args.part == "ci" else None)
+              progress=True, part=CI_PART if args.part == "ci" else None, budget=args.budget)
     if args.baseline:
         if args.part != "ci":
             parser.error("--baseline records the CI part; add --part ci")
@@ -351,7 +363,8 @@ def main(argv=None) -> int:
     for module, c in doc["modules"].items():
         print(f"{module:22} total {c['total']:4}  passed {c[PASSED]:4}  failed {c[FAILED]:4}  "
               f"unsupported {c[UNSUPPORTED]:4}  n/a {c[NOT_APPLICABLE]:3}  "
-              f"skipped {c[SKIPPED]:3}  ref-only {c[REFERENCE_ONLY]:3}  {c['pass_rate']}%")
+              f"skipped {c[SKIPPED]:3}  ref-only {c[REFERENCE_ONLY]:3}  "
+              f"not run {c[NOT_RUN]:3}  {c['pass_rate']}%")
     print(f"{doc['seconds']} s; not-applicable list: {doc['not_applicable_entries']} entries")
     return 0
 
