@@ -106,7 +106,9 @@ class JitFunction:
 
 
 def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3) -> JitFunction:
-    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
+    # c_runner_utils: memrefCopy, which memref.copy between strided memrefs (views) calls
+    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime"),
+                                                     runtime_library("mlir_c_runner_utils")]
     if gpu:
         array_destructor(True)     # load the runtime before the engine resolves symbols
     lowered = str(module)

@@ -249,3 +249,36 @@ def test_new_array_carried_around_a_loop_is_refused_clearly():
     from .support import ours
     with pytest.raises(UnsupportedConstructError, match="inside a loop"):
         ours(grow_in_loop, "cpu")(np.ones(3), 2)
+
+
+def _identity(a):
+    return a
+
+
+def call_returning_argument(a):
+    identity = _identity_jit
+    c = identity(a[1:])
+    d = identity(a)
+    return c.sum() + d.sum(), c
+
+
+def inplace_in_branch_returns_argument(out, flag):
+    if flag:
+        out += 1
+    return out
+
+
+def test_argument_updated_in_a_branch_is_returned_itself():
+    from .support import ours
+    out = np.zeros(3)
+    got = ours(inplace_in_branch_returns_argument, "cpu")(out, True)
+    assert got is out and (out == 1).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callee_returning_a_view_argument_matches_numba(target):
+    check(call_returning_argument, np.arange(5.0), target=target)
+
+
+from numba import njit as _njit  # noqa: E402
+_identity_jit = _njit(_identity)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from numba.core import ir as nir
 from numba.core import types
 from numba.core.analysis import compute_cfg_from_blocks
+from numba.parfors.parfor import Parfor
 
 from .._mlir import memref
 from .build import const_index
@@ -38,14 +39,63 @@ def carried_arrays(func_ir, typemap) -> list[str]:
                 uses.setdefault(var.name, set()).add(label)
             if isinstance(stmt, nir.Assign):
                 defs.setdefault(stmt.target.name, []).append(label)
+            elif isinstance(stmt, Parfor):      # its init block runs in this block
+                for inner in stmt.init_block.body:
+                    if isinstance(inner, nir.Assign):
+                        defs.setdefault(inner.target.name, []).append(label)
     dominators = compute_cfg_from_blocks(blocks).dominators()
+    roots = _argument_roots(blocks)
     carried = []
     for name, labels in defs.items():
         if not isinstance(typemap.get(name), types.Array):
             continue
+        if roots.get(name) is not None:
+            continue        # every assignment is the same argument (`a += 1` in a branch)
         if len(labels) > 1 or any(labels[0] not in dominators.get(u, ()) for u in uses[name]):
             carried.append(name)
     return sorted(carried)
+
+
+def _argument_roots(blocks) -> dict:
+    """Variable -> the argument index that every assignment of it is (through
+    copies and in-place operators, which return their left operand), or None."""
+    sources: dict[str, list] = {}
+    for block in blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, nir.Assign):
+                continue
+            value = stmt.value
+            if isinstance(value, nir.Arg):
+                source = ("arg", value.index)
+            elif isinstance(value, nir.Var):
+                source = ("var", value.name)
+            elif isinstance(value, nir.Expr) and value.op == "inplace_binop":
+                source = ("var", value.lhs.name)
+            else:
+                source = None
+            sources.setdefault(stmt.target.name, []).append(source)
+    roots: dict = {}
+
+    def root(name, seen=()):
+        if name in roots:
+            return roots[name]
+        if name in seen or name not in sources:
+            return None
+        found = set()
+        for source in sources[name]:
+            if source is None:
+                found.add(None)
+            elif source[0] == "arg":
+                found.add(source[1])
+            else:
+                found.add(root(source[1], seen + (name,)))
+        result = found.pop() if len(found) == 1 else None
+        roots[name] = result
+        return result
+
+    for name in sources:
+        root(name)
+    return roots
 
 
 class CarriedArrays:
