@@ -282,3 +282,18 @@ def test_callee_returning_a_view_argument_matches_numba(target):
 
 from numba import njit as _njit  # noqa: E402
 _identity_jit = _njit(_identity)
+
+
+def views_with_unit_axes(a):
+    indices = np.zeros((1, 2, 2, 1), dtype=np.uint64)
+    k_list = indices[0, :]
+    for i, g in enumerate(a):
+        k_list[i, i] = i + 5
+    return indices
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_with_unit_axes_match_numba(target):
+    # integer-indexed axes are dropped explicitly, not by a rank-reducing
+    # subview (which may drop another unit axis once sizes are constants)
+    check(views_with_unit_axes, np.array([1, 1]), target=target)

@@ -13,7 +13,7 @@ from numba.parfors.array_analysis import wrap_index
 
 from .._mlir import arith, ir, memref
 from .arrays import copy_array, load_element, shape_of, store_element
-from .build import cmpi, const_i64, dim, select, to_i64, to_index
+from .build import cmpi, const_i64, const_index, dim, select, to_i64, to_index
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
@@ -149,7 +149,7 @@ def basic_view(lw, array: ArrayValue, index, index_ty, result_ty, loc) -> ArrayV
     parts += [full] * (ndim - len(parts))
     offsets, sizes, strides = [], [], []
     static_offsets, static_sizes, static_strides = [], [], []
-    kept = 0
+    kept, dropped = 0, []
     for axis, (value, ty) in enumerate(parts):
         extent = to_i64(dim(array.memref, axis))
         if isinstance(ty, types.Integer):
@@ -158,9 +158,12 @@ def basic_view(lw, array: ArrayValue, index, index_ty, result_ty, loc) -> ArrayV
                 wrapped = arith.AddIOp(value, extent).result
                 value = select(cmpi("slt", value, const_i64(0)), wrapped, value)
             offsets.append(to_index(value))
+            sizes.append(const_index(1))
+            strides.append(const_index(1))
             static_offsets.append(_dynamic_offset())
-            static_sizes.append(1)
-            static_strides.append(1)
+            static_sizes.append(_dynamic_size())
+            static_strides.append(_dynamic_offset())
+            dropped.append(axis)
             continue
         if not isinstance(value, SliceValue):
             raise UnsupportedConstructError(f"indexing with {ty}", loc)
@@ -174,9 +177,20 @@ def basic_view(lw, array: ArrayValue, index, index_ty, result_ty, loc) -> ArrayV
         kept += 1
     if not isinstance(result_ty, types.Array) or result_ty.ndim != kept:
         raise UnsupportedConstructError(f"indexing {array.type} with {index_ty}", loc)
-    result = strided_memref_type(result_ty, loc)
-    view = memref.SubViewOp(result, array.memref, offsets, sizes, strides,
+    # No rank-reducing subview: once sizes fold to constants, MLIR may drop a
+    # different unit axis than the indexed one. Subview at full rank, then
+    # reinterpret with the kept axes' sizes and strides.
+    full = memref.SubViewOp(strided_memref_type(array.type.copy(layout="A"), loc), array.memref,
+                            offsets, sizes, strides,
                             static_offsets, static_sizes, static_strides).result
+    if not dropped:
+        return ArrayValue(full, result_ty, view=True)
+    meta = memref.ExtractStridedMetadataOp(full).results
+    keep = [a for a in range(ndim) if a not in dropped]
+    view = memref.ReinterpretCastOp(
+        strided_memref_type(result_ty, loc), full, [meta[1]],
+        [meta[2 + a] for a in keep], [meta[2 + ndim + a] for a in keep],
+        [_dynamic_offset()], [_dynamic_size()] * kept, [_dynamic_offset()] * kept).result
     return ArrayValue(view, result_ty, view=True)
 
 

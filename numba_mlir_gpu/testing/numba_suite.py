@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from .suite_spec import CI_PART, MODULES, ModuleSpec
-from .worker import (FAILED, NOT_APPLICABLE, PASSED, REFERENCE_ONLY, SKIPPED, UNSUPPORTED)
+from .worker import (COMPILED_NOTHING, FAILED, NOT_APPLICABLE, PASSED, REFERENCE_ONLY, SKIPPED,
+                     UNSUPPORTED)
 
 NOT_RUN = "not_run"
 
 ROOT = Path(__file__).resolve().parents[2]
 NA_FILE = Path(__file__).with_name("not_applicable.txt")
-OUTCOMES = (PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY, NOT_RUN)
+OUTCOMES = (PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY,
+            COMPILED_NOTHING, NOT_RUN)
 COMMAND = "PYTHONPATH=. python -m numba_mlir_gpu.testing.numba_suite --write"
 
 
@@ -203,7 +205,8 @@ def summarize(test_ids: list[str], results: dict[str, dict]) -> dict[str, dict]:
 
 
 def pass_rate(counts: dict) -> float:
-    counted = counts["total"] - counts[NOT_APPLICABLE] - counts[SKIPPED] - counts.get(NOT_RUN, 0)
+    counted = (counts["total"] - counts[NOT_APPLICABLE] - counts[SKIPPED]
+               - counts.get(NOT_RUN, 0) - counts.get(COMPILED_NOTHING, 0))
     return round(100.0 * counts[PASSED] / counted, 1) if counted else 0.0
 
 
@@ -263,13 +266,15 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
                   f"Not-applicable list: {doc['not_applicable_entries']} entries "
                   "(`numba_mlir_gpu/testing/not_applicable.txt`).", "",
                   "| module | total | passed | failed | unsupported | not applicable | skipped "
-                  "| reference only | not run | pass rate |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| reference only | compiled nothing | not run | pass rate |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for module, c in doc["modules"].items():
             lines.append(f"| {module} | {c['total']} | {c[PASSED]} | {c[FAILED]} | "
                          f"{c[UNSUPPORTED]} | {c[NOT_APPLICABLE]} | {c[SKIPPED]} | "
-                         f"{c[REFERENCE_ONLY]} | {c.get(NOT_RUN, 0)} | {c['pass_rate']}% |")
-        lines += ["", "Pass rate = passed / (total - not applicable - skipped - not run).", "",
+                         f"{c[REFERENCE_ONLY]} | {c.get(COMPILED_NOTHING, 0)} | "
+                         f"{c.get(NOT_RUN, 0)} | {c['pass_rate']}% |")
+        lines += ["", "Pass rate = passed / (total - not applicable - skipped - compiled nothing "
+                  "- not run).", "",
                   "Top reasons (failed and unsupported, all modules):", "",
                   "| tests | outcome | reason |", "|---|---|---|"]
         for item in doc["top_reasons"]:
@@ -364,6 +369,7 @@ def main(argv=None) -> int:
         print(f"{module:22} total {c['total']:4}  passed {c[PASSED]:4}  failed {c[FAILED]:4}  "
               f"unsupported {c[UNSUPPORTED]:4}  n/a {c[NOT_APPLICABLE]:3}  "
               f"skipped {c[SKIPPED]:3}  ref-only {c[REFERENCE_ONLY]:3}  "
+              f"nothing {c[COMPILED_NOTHING]:4}  "
               f"not run {c[NOT_RUN]:3}  {c['pass_rate']}%")
     print(f"{doc['seconds']} s; not-applicable list: {doc['not_applicable_entries']} entries")
     return 0

@@ -17,8 +17,9 @@ import unittest
 from .intercept import Interceptor, TestRecord, all_ours
 
 # Outcomes
-PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY = (
-    "passed", "failed", "unsupported", "not_applicable", "skipped", "reference_only")
+PASSED, FAILED, UNSUPPORTED, NOT_APPLICABLE, SKIPPED, REFERENCE_ONLY, COMPILED_NOTHING = (
+    "passed", "failed", "unsupported", "not_applicable", "skipped", "reference_only",
+    "compiled_nothing")
 
 
 def _last_line(trace: str) -> str:
@@ -48,6 +49,8 @@ def classify(result: unittest.TestResult, record: TestRecord) -> tuple[str, str]
         return SKIPPED, "an expected failure in Numba itself"
     if result.skipped and result.testsRun <= len(result.skipped):
         return SKIPPED, result.skipped[0][1]
+    if record.ours_compiles == 0 and record.reference_compiles == 0 and record.nested_native == 0:
+        return COMPILED_NOTHING, "the test compiled nothing (says nothing about any backend)"
     if record.ours_compiles == 0:
         return REFERENCE_ONLY, "no compilation went to MLIRGPUPipeline"
     return PASSED, ""
