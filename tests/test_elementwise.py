@@ -123,3 +123,21 @@ def dtype_type_call(a):
 @pytest.mark.parametrize("target", TARGETS)
 def test_dtype_type_matches_numba(target):
     check(dtype_type_call, np.arange(3, dtype=np.int16), target=target)
+
+
+def compare_mixed_signedness(a, b):
+    return np.greater(a, b), a <= b
+
+
+def add_bool_arrays(a, b):
+    return a + b, a * b
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args", [
+    (compare_mixed_signedness, (np.array([1, 4, 0, 2**63], dtype=np.uint64),
+                                np.array([1, -3, 2, -1], dtype=np.int64))),
+    (add_bool_arrays, (np.array([True, False, True, False]), np.array([True, True, False, False]))),
+])
+def test_numpy_loops_of_mixed_and_boolean_types_match_numba(fn, args, target):
+    check(fn, *args, target=target)
