@@ -212,7 +212,7 @@ def pass_rate(counts: dict) -> float:
 
 def normalize_reason(reason: str) -> str:
     """A reason with its numbers and variable versions folded, for counting."""
-    reason = re.sub(r"\b\d+(\.\d+)?\b", "N", reason)
+    reason = re.sub(r"(?<![\w.-])\d+(\.\d+)?(?![\w-])", "N", reason)
     reason = re.sub(r"\$?[\w]+\.N\b", "<var>", reason)
     reason = re.sub(r"0x[0-9a-f]+", "0x…", reason)
     return reason[:160]
@@ -280,6 +280,13 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
         for item in doc["top_reasons"]:
             reason = item["reason"].replace("|", "\\|")
             lines.append(f"| {item['tests']} | {item['outcome']} | {reason} |")
+        for module in doc["modules"]:
+            ids = [t for t in doc["tests"] if t.split(".")[2] == module]
+            lines += ["", f"Top reasons in {module}:", "", "| tests | outcome | reason |",
+                      "|---|---|---|"]
+            for item in top_reasons(doc["tests"], ids, 10):
+                reason = item["reason"].replace("|", "\\|")
+                lines.append(f"| {item['tests']} | {item['outcome']} | {reason} |")
         lines.append("")
     path.write_text("\n".join(lines))
 
