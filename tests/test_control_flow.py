@@ -1,4 +1,5 @@
 """if/elif/else, for over range, while, break, continue."""
+import numpy as np
 import pytest
 
 from .support import TARGETS, check
@@ -87,3 +88,50 @@ def test_nested_loops(target):
 @pytest.mark.parametrize("target", TARGETS)
 def test_while_float(target):
     check(float_loop, 1000.0, target=target)
+
+
+def iterate_array(a):
+    acc = 0.0
+    for x in a:
+        acc += x * 2
+    return acc
+
+
+def enumerate_array(a):
+    acc = 0
+    for i, x in enumerate(a):
+        acc += i * x
+    return acc
+
+
+def iterate_rows(m):
+    acc = 0.0
+    for row in m:
+        acc += row[0] - row[-1]
+    return acc
+
+
+def enumerate_rows_write(m):
+    for i, row in enumerate(m):
+        row[0] = i
+    return m
+
+
+def iterate_empty(a):
+    n = 0
+    for x in a:
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args", [
+    (iterate_array, (np.arange(5.0),)),
+    (enumerate_array, (np.arange(4),)),
+    (iterate_rows, (np.arange(12.0).reshape(3, 4),)),
+    (enumerate_rows_write, (np.ones((3, 2)),)),
+    (iterate_empty, (np.zeros(0),)),
+    (iterate_array, (np.array([True, False, True]),)),
+])
+def test_array_iteration_matches_numba(fn, args, target):
+    check(fn, *args, target=target)

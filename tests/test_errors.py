@@ -9,8 +9,8 @@ from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 from .support import TARGETS, check
 
 
-def slicing(a):
-    return a[1:3]
+def two_index_arrays(a, i):
+    return a[i, i]
 
 
 def lists(x):
@@ -33,7 +33,7 @@ def calls_python(x):
 
 
 @pytest.mark.parametrize("fn, args, construct", [
-    (slicing, (np.arange(5.0),), "slice"),
+    (two_index_arrays, (np.ones((3, 3)), np.array([0, 1])), "several index arrays"),
     (lists, (3,), "build_list"),
     (complex_math, (2.0,), "complex"),
     (calls_python, (np.ones(3),), "sort"),

@@ -5,8 +5,8 @@ Importing this package registers every lowering rule.
 from __future__ import annotations
 
 from ..target import TargetChoice
-from . import (arrays, control, elementwise, expressions, linalg, mathlib,  # noqa: F401
-               parfors, reductions, scalars, statements)
+from . import (array_builders, arrays, control, elementwise, expressions, linalg,  # noqa: F401
+               mathlib, parfors, reductions, scalars, statements, views)
 from .function import FunctionLowerer
 from .module import ModuleLowering
 from .targets import CPUStrategy, GPUStrategy

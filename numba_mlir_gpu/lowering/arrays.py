@@ -5,6 +5,7 @@ import numpy as np
 from numba.core import types
 from numba.np.arrayobj import _array_copy_intrinsic
 from numba.np.npyimpl import _make_dtype_object
+from numba.np.unsafe.ndarray import empty_inferred
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import get_type_max_value, get_type_min_value
 
@@ -14,7 +15,7 @@ from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .registry import attr_rules, call_rules, method_rules
-from .types import memref_type
+from .types import memref_type, storage_type
 from .values import ArrayValue, PyValue, TupleValue
 
 
@@ -26,6 +27,9 @@ def static_index(lw, index, index_var):
         return lw.read(index_var), lw.typeof(index_var.name)
     if isinstance(index, int):
         return const_i64(index), types.intp
+    if isinstance(index, slice):
+        from .views import constant_slice
+        return constant_slice(index), types.slice3_type
     if isinstance(index, tuple) and all(isinstance(i, int) for i in index):
         return (TupleValue([const_i64(i) for i in index], types.UniTuple(types.intp, len(index))),
                 types.UniTuple(types.intp, len(index)))
@@ -75,17 +79,35 @@ def store_element(value: ir.Value, array: ArrayValue, indices: list) -> None:
     memref.StoreOp(value, array.memref, indices)
 
 
-def load_item(lw, array: ArrayValue, index, index_ty, loc) -> ir.Value:
+def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None):
+    """`array[index]`: an element, or a view for an index with slices or
+    fewer integers than axes."""
+    from . import fancy, views
+    if views.is_basic_view_index(index_ty, array.type.ndim):
+        return views.basic_view(lw, array, index, index_ty, result_ty, loc)
+    if fancy.is_advanced_index(index_ty):
+        return fancy.fancy_getitem(lw, array, index, index_ty, result_ty, loc)
     lw.target.check_element_access(lw, array, loc)
     return load_element(array, element_indices(lw, array, index, index_ty, loc))
 
 
 def store_item(lw, target_var, index, index_ty, value_var) -> None:
+    from . import fancy, views
     array = lw.read(target_var)
     if not isinstance(array, ArrayValue):
         raise UnsupportedConstructError(
             f"item assignment to {lw.typeof(target_var.name)}", target_var.loc)
     lw.target.check_element_access(lw, array, target_var.loc)
+    if fancy.is_advanced_index(index_ty):
+        fancy.fancy_setitem(lw, array, index, index_ty, lw.read(value_var),
+                            lw.typeof(value_var.name), target_var.loc)
+        return
+    if views.is_basic_view_index(index_ty, array.type.ndim):
+        result_ty = views.view_type(array.type, index_ty)
+        view = views.basic_view(lw, array, index, index_ty, result_ty, target_var.loc)
+        views.assign_view(lw, view, lw.read(value_var), lw.typeof(value_var.name),
+                          target_var.loc)
+        return
     value = lw.read_as(value_var, array.type.dtype)
     store_element(value, array, element_indices(lw, array, index, index_ty, target_var.loc))
 
@@ -174,18 +196,46 @@ call_rules.register(get_type_min_value)(_extreme_value(False))
 
 
 @method_rules.register((types.Array, "copy"))
-@call_rules.register(_array_copy_intrinsic, np.copy)
+@call_rules.register(_array_copy_intrinsic, np.copy, np.ascontiguousarray)
 def array_copy(lw, args, sig, expr):
     source = args[0]
     if not isinstance(source, ArrayValue):
         raise UnsupportedConstructError(f"copying {sig.args[0]}", expr.loc)
+    return copy_array(lw, source, sig.return_type)
+
+
+def copy_array(lw, source: ArrayValue, result_ty=None) -> ArrayValue:
+    """A new C-contiguous array with the elements of `source`."""
     extents = shape_of(source)
-    result = allocate(lw, sig.return_type, extents)
+    result = allocate(lw, result_ty or source.type.copy(layout="C", readonly=False), extents)
 
     def body(indices):
         store_element(load_element(source, indices), result, indices)
     parallel_for(lw, extents, body)
     return result
+
+
+def constant_array(lw, value: np.ndarray, ty: types.Array) -> ArrayValue:
+    """A new array holding the elements of a global NumPy array, copied from
+    a constant memref.global of the module."""
+    if value.ndim == 0 or value.size == 0:
+        raise UnsupportedConstructError("empty or 0-d global arrays", lw.loc)
+    element = storage_type(ty.dtype, lw.loc)
+    data = np.ascontiguousarray(value)
+    if data.dtype == np.bool_:
+        data = data.astype(np.uint8)
+    static = ir.MemRefType.get(list(data.shape), element)
+    name = f"{lw.name}_global_{len(lw.global_arrays)}"
+    with ir.InsertionPoint(lw.mlower.module.body):
+        memref.GlobalOp(name, ir.TypeAttr.get(static), sym_visibility="private",
+                        initial_value=ir.DenseElementsAttr.get(
+                            data, type=ir.RankedTensorType.get(list(data.shape), element)),
+                        constant=True)
+    source = memref.GetGlobalOp(static, name).result
+    result = allocate(lw, ty.copy(layout="C", readonly=False),
+                      [to_index(const_i64(n)) for n in data.shape])
+    memref.CopyOp(source, memref.CastOp(static, result.memref).result)
+    return ArrayValue(result.memref, ty)
 
 
 # -- allocation -----------------------------------------------------------------
@@ -230,7 +280,7 @@ def _new_array(fill_value=None, like=False, explicit_fill=False):
     return rule
 
 
-call_rules.register(np.empty)(_new_array())
+call_rules.register(np.empty, empty_inferred)(_new_array())
 call_rules.register(np.zeros)(_new_array(0))
 call_rules.register(np.ones)(_new_array(1))
 call_rules.register(np.full)(_new_array(explicit_fill=True))

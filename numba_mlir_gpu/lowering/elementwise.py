@@ -1,192 +1,189 @@
-"""NumPy functions that build a new array element by element, with NumPy
-broadcasting: np.where(cond, x, y), a.astype(dtype), np.clip(a, lo, hi).
+"""NumPy ufuncs and operators on arrays, element by element, with
+broadcasting: `a + b`, `a += 1`, `-a`, `np.add(a, b, out)`, `np.divide(x, y)`.
 
-Numba implements these in Python with constructs we do not lower
-(np.broadcast_shapes, np.ndindex); here each is one parallel loop over the
-output (a kernel on the GPU).
+Numba's parfor pass turns most array expressions into parfors; these rules
+cover the ones it leaves (in-place operators, rewrites turned off, ufuncs
+with an output argument) and NumPy ufuncs called on scalars. The loop that
+NumPy would pick (`ufunc_find_matching_loop`) fixes the element types, and
+each element is computed by the scalar rule of the operation.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numba.core import types
-from numba.np.arrayobj import _as_layout_array_intrinsic
+from numba.core.typing import signature
+from numba.core.typing.npydecl import (NumpyRulesArrayOperator, NumpyRulesInplaceArrayOperator,
+                                       NumpyRulesUnaryArrayOperator)
+from numba.np.numpy_support import ufunc_find_matching_loop
 
-from .._mlir import arith, ir
+from .._mlir import arith
 from .arrays import allocate, load_element, shape_of, store_element
-from .build import cmpi, const_index, select
-from .casts import cast, truth
+from .build import cmpi, const_index, dim, select
+from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
-from .mathlib import _less
-from .registry import call_rules, method_rules
+from .registry import binop_rules, call_rules, unary_rules
 from .values import ArrayValue
 
+# ufunc -> the scalar operator whose rule computes one element
+_SCALAR_OPERATOR = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
+    np.remainder: operator.mod, np.left_shift: operator.lshift,
+    np.right_shift: operator.rshift, np.bitwise_and: operator.and_,
+    np.bitwise_or: operator.or_, np.bitwise_xor: operator.xor, np.equal: operator.eq,
+    np.not_equal: operator.ne, np.less: operator.lt, np.less_equal: operator.le,
+    np.greater: operator.gt, np.greater_equal: operator.ge,
+    np.negative: operator.neg, np.positive: operator.pos, np.invert: operator.invert,
+    np.logical_not: operator.not_,
+}
 
-class Broadcast:
-    """Operands (arrays and scalars) broadcast to one output shape, as NumPy:
-    aligned on their last dimension; extents equal, or 1 (repeated)."""
-
-    def __init__(self, lw, operands: list, ndim: int):
-        self.operands = operands
-        arrays = [v for v in operands if isinstance(v, ArrayValue)]
-        self.extents = []
-        for d in range(ndim):
-            sizes = [shape_of(a)[d - (ndim - a.type.ndim)] for a in arrays
-                     if d >= ndim - a.type.ndim]
-            extent = const_index(1)
-            for size in sizes:
-                extent = select(cmpi("eq", extent, const_index(1)), size, extent)
-            mismatch = None
-            for size in sizes:
-                bad = arith.AndIOp(cmpi("ne", size, extent),
-                                   cmpi("ne", size, const_index(1))).result
-                mismatch = bad if mismatch is None else arith.OrIOp(mismatch, bad).result
-            if mismatch is not None:
-                lw.errors.raise_if(lw, mismatch, lw.errors.code(
-                    ValueError, ("shape mismatch: objects cannot be broadcast to a single shape",)))
-            self.extents.append(extent)
-
-    def load(self, operand, indices: list) -> ir.Value:
-        """The operand's element for output `indices` (a scalar is itself)."""
-        if not isinstance(operand, ArrayValue):
-            return operand
-        shape = shape_of(operand)
-        own = indices[len(indices) - operand.type.ndim:]
-        # On a mismatch (an error once the statement ends) stay in bounds.
-        own = [select(cmpi("ult", i, n), i, const_index(0)) for i, n in zip(own, shape)]
-        return load_element(operand, own)
+_OPERATOR_UFUNC = {op: getattr(np, name) for op, name in
+                   {**NumpyRulesArrayOperator._op_map,
+                    **NumpyRulesUnaryArrayOperator._op_map}.items()}
+_INPLACE_UFUNC = {op: getattr(np, name)
+                  for op, name in NumpyRulesInplaceArrayOperator._op_map.items()}
 
 
-def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
-    """A new array of `result_ty`: element(values of the operands) at each index."""
-    shape = Broadcast(lw, operands, result_ty.ndim)
-    out = allocate(lw, result_ty, shape.extents)
-
-    def body(indices):
-        store_element(element([shape.load(v, indices) for v in operands]), out, indices)
-    parallel_for(lw, shape.extents, body)
-    return out
+def operator_ufunc(fn, inplace: bool = False):
+    return (_INPLACE_UFUNC if inplace else _OPERATOR_UFUNC).get(fn)
 
 
-@call_rules.register(np.where)
-def numpy_where(lw, args, sig, expr):
-    result_ty = types.unliteral(sig.return_type)
-    if len(args) == 1:
-        from .reductions import nonzero
-        return nonzero(lw, args, sig, expr)
-    if len(args) != 3 or not isinstance(result_ty, types.Array):
-        raise UnsupportedConstructError(
-            f"np.where with {len(args)} argument(s) of {', '.join(map(str, sig.args))} "
-            "(one array, or three with at least one array, are supported)", expr.loc)
-    cond_ty, x_ty, y_ty = (_element_type(t) for t in sig.args)
-    dtype = result_ty.dtype
-
-    def element(values):
-        c, x, y = values
-        return select(truth(c, cond_ty), cast(x, x_ty, dtype), cast(y, y_ty, dtype))
-    return _elementwise(lw, result_ty, args, element)
-
-
-@method_rules.register((types.Array, "astype"))
-def astype(lw, args, sig, expr):
-    source = args[0]
-    result_ty = types.unliteral(sig.return_type)
-    if result_ty.layout != "C":
-        raise UnsupportedConstructError(f".astype() returning {result_ty}", expr.loc)
-    fromty = source.type.dtype
-    return _elementwise(lw, result_ty, [source],
-                        lambda values: cast(values[0], fromty, result_ty.dtype))
+def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr):
+    """One element of `ufunc`: (value, numba type)."""
+    value_types = [types.unliteral(t) for t in value_types]
+    loop = ufunc_find_matching_loop(ufunc, value_types)
+    if loop is None:
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} on {value_types}", expr.loc)
+    if any(not isinstance(t, (types.Integer, types.Float, types.Boolean))
+           for t in list(loop.inputs) + list(loop.outputs)):
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} on {loop.inputs}", expr.loc)
+    args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.inputs)]
+    out_ty = loop.outputs[0]
+    sig = signature(out_ty, *loop.inputs)
+    op = _SCALAR_OPERATOR.get(ufunc)
+    if op is not None:
+        rules = binop_rules if ufunc.nin == 2 else unary_rules
+        rule = rules.get(op)
+    else:
+        rule = call_rules.get(ufunc)
+        if rule is None:
+            raise UnsupportedConstructError(f"np.{ufunc.__name__} on arrays", expr.loc)
+    return rule(lw, args, sig, expr), out_ty
 
 
-def _clip_operand(value, ty):
-    return None if isinstance(types.unliteral(ty), (types.NoneType, types.Omitted)) else value
+BROADCAST_ERROR = "operands could not be broadcast together"
 
 
-@call_rules.register(np.clip)
-def numpy_clip(lw, args, sig, expr):
-    """np.clip(a, a_min, a_max) as Numba: min(max(a, a_min), a_max) with
-    Python's min/max (a NaN in `a` is kept, a NaN bound is ignored)."""
-    if len(args) > 3 or expr.kws or not isinstance(args[0], ArrayValue):
-        raise UnsupportedConstructError("np.clip other than np.clip(array, a_min, a_max)",
-                                        expr.loc)
-    result_ty = types.unliteral(sig.return_type)
-    bounds = [(_clip_operand(v, t), _element_type(t)) for v, t in zip(args[1:], sig.args[1:])]
-    if all(v is None for v, _ in bounds) or not isinstance(result_ty, types.Array):
-        raise UnsupportedConstructError("np.clip without bounds", expr.loc)
-    a_ty = args[0].type.dtype
-    common = lw.mlower.typingctx.unify_types(a_ty, *(t for v, t in bounds if v is not None))
-    operands = [args[0]] + [v for v, _ in bounds if v is not None]
-
-    def element(values):
-        x = cast(values[0], a_ty, common)
-        rest = iter(values[1:])
-        for (bound, ty), largest in zip(bounds, (True, False)):
-            if bound is None:
-                continue
-            b = cast(next(rest), ty, common)
-            # max(x, lo) keeps x unless lo > x; min(x, hi) keeps x unless hi < x.
-            replace = _less(x, b, common) if largest else _less(b, x, common)
-            x = select(replace, b, x)
-        return cast(x, common, result_ty.dtype)
-    return _elementwise(lw, result_ty, operands, element)
+def broadcast_shape(lw, arrays: list, ndim: int, message: str = BROADCAST_ERROR) -> list:
+    """The extents of the broadcast of `arrays` over `ndim` axes; raises
+    ValueError(message) as NumPy does when they do not broadcast."""
+    one = const_index(1)
+    extents = []
+    for axis in range(ndim):
+        extent = one
+        for array in arrays:
+            lead = ndim - array.type.ndim
+            if axis >= lead:
+                d = dim(array.memref, axis - lead)
+                extent = select(cmpi("eq", d, one), extent, d)
+        extents.append(extent)
+    failed = None
+    for array in arrays:
+        lead = ndim - array.type.ndim
+        for axis in range(array.type.ndim):
+            d = dim(array.memref, axis)
+            bad = arith.AndIOp(cmpi("ne", d, one), cmpi("ne", d, extents[lead + axis])).result
+            failed = bad if failed is None else arith.OrIOp(failed, bad).result
+    if failed is not None:
+        lw.errors.raise_if(lw, failed, lw.errors.code(ValueError, (message,)))
+    return extents
 
 
-def _element_type(ty):
-    ty = types.unliteral(ty)
-    return ty.dtype if isinstance(ty, types.Array) else ty
+def broadcast_element(value, indices: list):
+    """The element of an operand at the output's `indices`: an extent of 1
+    repeats, and after a shape mismatch (raised once the statement ends) the
+    loop stays in bounds. A scalar is itself."""
+    if not isinstance(value, ArrayValue):
+        return value
+    lead = len(indices) - value.type.ndim
+    own = [select(cmpi("ult", indices[lead + axis], dim(value.memref, axis)),
+                  indices[lead + axis], const_index(0))
+           for axis in range(value.type.ndim)]
+    return load_element(value, own)
 
 
-def inplace_binop(lw, expr) -> ArrayValue:
-    """`a op= b` on an array `a`: `b` (an array or a scalar) is broadcast to
-    `a`'s shape, each element computed with the scalar operator Numba types
-    for the two dtypes and stored back in `a`'s dtype."""
-    target = lw.read(expr.lhs)
-    other, other_ty = lw.read(expr.rhs), _element_type(lw.typeof(expr.rhs.name))
-    dtype = target.type.dtype
-    fn = expr.immutable_fn
-    sig = lw.mlower.typingctx.resolve_function_type(fn, (dtype, other_ty), {})
-    if sig is None or not isinstance(target, ArrayValue):
-        raise UnsupportedConstructError(
-            f"the in-place operator {expr.fn.__name__} on {lw.typeof(expr.lhs.name)} and "
-            f"{lw.typeof(expr.rhs.name)}", expr.loc)
-    shape = Broadcast(lw, [target, other], target.type.ndim)
-    mismatch = None
-    for extent, own in zip(shape.extents, shape_of(target)):
-        bad = cmpi("ne", extent, own)
-        mismatch = bad if mismatch is None else arith.OrIOp(mismatch, bad).result
-    if mismatch is not None:
-        lw.errors.raise_if(lw, mismatch, lw.errors.code(
+def elementwise(lw, ufunc, operands: list, operand_types: list, out: ArrayValue, expr) -> None:
+    """out[...] = ufunc(*operands) over out's shape, the operands broadcast to it."""
+    arrays = [o for o in operands if isinstance(o, ArrayValue)]
+    extents = broadcast_shape(lw, arrays + [out], out.type.ndim)
+    own = shape_of(out)
+    # NumPy never grows an output: an operand that would is an error, and
+    # the loop runs over `out` itself, never past it
+    grows = None
+    for extent, size in zip(extents, own):
+        bad = cmpi("ne", extent, size)
+        grows = bad if grows is None else arith.OrIOp(grows, bad).result
+    if grows is not None:
+        lw.errors.raise_if(lw, grows, lw.errors.code(
             ValueError, ("non-broadcastable output operand",)))
-    extents = shape_of(target)
+    element_types = [t.dtype if isinstance(t, types.Array) else t for t in operand_types]
+    sources = [_copy_if_aliased(lw, o, out) for o in operands]
 
     def body(indices):
-        x = cast(load_element(target, indices), dtype, sig.args[0])
-        y = cast(shape.load(other, indices), other_ty, sig.args[1])
-        result = lw.binop(fn, x, y, sig, expr)
-        store_element(cast(result, sig.return_type, dtype), target, indices)
-    parallel_for(lw, extents, body)
-    return target
+        values = [broadcast_element(o, indices) for o in sources]
+        result, ty = scalar_ufunc(lw, ufunc, values, element_types, expr)
+        store_element(cast(result, ty, out.type.dtype), out, indices)
+    parallel_for(lw, own, body)
 
 
-def _as_layout(lw, args, sig, expr):
-    """Numba's `_as_layout_array_intrinsic(a, 'C')` (np.ascontiguousarray): a
-    new C-ordered array filled by a parallel copy. Fortran-ordered results
-    (np.asfortranarray, array expressions on Fortran-ordered arrays) would be
-    views of a transposed buffer, which buffer deallocation clones through a
-    runtime library we do not load: refused."""
-    source = args[0]
-    result_ty = types.unliteral(sig.return_type)
-    if not isinstance(source, ArrayValue) or result_ty.layout != "C":
-        raise UnsupportedConstructError(
-            f"creating a {result_ty.layout}-ordered array ({result_ty}), e.g. np.asfortranarray "
-            "or an array expression on Fortran-ordered arrays", expr.loc)
-    extents = shape_of(source)
-    out = allocate(lw, result_ty, extents)
+def _copy_if_aliased(lw, operand, out: ArrayValue):
+    """A view read while `out` is written may overlap it: read a copy."""
+    from .arrays import copy_array
+    if isinstance(operand, ArrayValue) and operand.view and operand is not out:
+        return copy_array(lw, operand)
+    return operand
 
-    def body(indices):
-        store_element(load_element(source, indices), out, indices)
-    parallel_for(lw, extents, body)
+
+def new_result(lw, ty: types.Array, operands: list) -> ArrayValue:
+    arrays = [o for o in operands if isinstance(o, ArrayValue)]
+    return allocate(lw, ty, broadcast_shape(lw, arrays, ty.ndim))
+
+
+def array_operator(lw, fn, operands: list, sig, expr, inplace: bool = False):
+    """An operator with an array operand; in place, it writes its left operand."""
+    ufunc = operator_ufunc(fn, inplace)
+    if ufunc is None:
+        raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+    if inplace:
+        out = operands[0]
+        if not isinstance(out, ArrayValue):
+            raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+    else:
+        out = new_result(lw, sig.return_type, operands)
+    elementwise(lw, ufunc, operands, list(sig.args), out, expr)
     return out
 
 
-call_rules.register(_as_layout_array_intrinsic)(_as_layout)
+def ufunc_call(lw, ufunc, args, sig, expr):
+    """np.<ufunc>(...) with arrays, scalars, or an output array argument."""
+    inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]
+    in_types = list(sig.args[:ufunc.nin])
+    if ufunc.nout != 1 or len(outputs) > 1:
+        raise UnsupportedConstructError(f"np.{ufunc.__name__} with several outputs", expr.loc)
+    if not any(isinstance(a, ArrayValue) for a in args):
+        value, ty = scalar_ufunc(lw, ufunc, inputs, in_types, expr)
+        return cast(value, ty, sig.return_type)
+    if outputs:
+        out = outputs[0]
+    else:
+        out = new_result(lw, sig.return_type, inputs)
+    elementwise(lw, ufunc, inputs, in_types, out, expr)
+    return out
+
+
+def is_array_operation(values) -> bool:
+    return any(isinstance(v, ArrayValue) for v in values)
+

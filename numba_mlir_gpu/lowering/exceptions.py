@@ -122,10 +122,18 @@ class FunctionErrors:
             values = [self.block.arguments[0]]
             for ty in result_types:
                 if isinstance(ty, ir.MemRefType):
-                    values.append(memref.AllocOp(ty, [const_index(0)] * ty.rank, []).result)
+                    values.append(_empty_memref(ty))
                 elif isinstance(ty, ir.IntegerType):
                     values.append(arith.ConstantOp(ty, ir.IntegerAttr.get(ty, 0)).result)
                 else:
                     values.append(arith.ConstantOp(ty, ir.FloatAttr.get(ty, 0.0)).result)
             func.ReturnOp(values)
 
+
+
+def _empty_memref(ty: ir.MemRefType) -> ir.Value:
+    """An empty array of type `ty` (allocated with the identity layout, then
+    cast when `ty` is strided)."""
+    plain = ir.MemRefType.get(ty.shape, ty.element_type)
+    empty = memref.AllocOp(plain, [const_index(0)] * ty.rank, []).result
+    return empty if plain == ty else memref.CastOp(ty, empty).result

@@ -7,7 +7,8 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing import signature
 
-from . import arrays, casts, control
+from . import arrays, casts, control, elementwise
+from .._mlir import arith
 from .errors import UnsupportedConstructError
 from .registry import Registry
 from .values import ArrayValue, TupleValue
@@ -21,13 +22,12 @@ def _result(lw, value, fromty, target):
 
 @expr_rules.register("binop", "inplace_binop")
 def lower_binop(lw, expr, target):
-    if expr.op == "inplace_binop" and isinstance(lw.typeof(expr.lhs.name), types.Array):
-        from .elementwise import inplace_binop
-        return inplace_binop(lw, expr)
     sig = lw.calltypes[expr]
     fn = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
     lhs = lw.read_as(expr.lhs, sig.args[0])
     rhs = lw.read_as(expr.rhs, sig.args[1])
+    if expr.op == "inplace_binop" and isinstance(lhs, ArrayValue):
+        return elementwise.array_operator(lw, expr.fn, [lhs, rhs], sig, expr, inplace=True)
     return _result(lw, lw.binop(fn, lhs, rhs, sig, expr), sig.return_type, target)
 
 
@@ -80,10 +80,38 @@ def lower_static_getitem(lw, expr, target):
 
 def _item(lw, value, index, index_ty, expr, target):
     if isinstance(value, ArrayValue):
-        return _result(lw, arrays.load_item(lw, value, index, index_ty, expr.loc),
+        item = arrays.load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target))
+        if isinstance(item, ArrayValue):
+            return item
+        return _result(lw, item, value.type.dtype, target)
+    if isinstance(value, TupleValue) and isinstance(types.unliteral(index_ty), types.Integer):
+        return _result(lw, _tuple_item(lw, value, index, types.unliteral(index_ty), expr),
                        value.type.dtype, target)
     raise UnsupportedConstructError(
         f"indexing a value of type {lw.typeof(expr.value.name)} with {index_ty}", expr.loc)
+
+
+def _tuple_item(lw, value: TupleValue, index, index_ty, expr):
+    """A homogeneous tuple of scalars indexed at run time: a chain of
+    selects (negative indices wrap); out of range raises IndexError."""
+    from .build import cmpi, const, select
+    from .types import is_scalar
+    ty = value.type
+    if not isinstance(ty, types.UniTuple) or not is_scalar(types.unliteral(ty.dtype)) \
+            or not value.items:
+        raise UnsupportedConstructError(f"indexing {ty} at run time", expr.loc)
+    n = len(value.items)
+    index = casts.cast(index, index_ty, types.intp)
+    if index_ty.signed:
+        wrapped = arith.AddIOp(index, const(types.intp, n)).result
+        index = select(cmpi("slt", index, const(types.intp, 0)), wrapped, index)
+    outside = arith.OrIOp(cmpi("slt", index, const(types.intp, 0)),
+                          cmpi("sge", index, const(types.intp, n))).result
+    lw.errors.raise_if(lw, outside, lw.errors.code(IndexError, ("tuple index out of range",)))
+    result = value.items[0]
+    for i, item in enumerate(value.items[1:], 1):
+        result = select(cmpi("eq", index, const(types.intp, i)), item, result)
+    return result
 
 
 @expr_rules.register("build_tuple")

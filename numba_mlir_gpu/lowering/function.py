@@ -17,12 +17,13 @@ from numba.core import types
 from numba.core.ir_utils import find_topo_order
 
 from .._mlir import arith, cf, func, ir, memref
-from . import calls, casts
+from . import calls, casts, elementwise
+from .carried import CarriedArrays, carried_arrays
 from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
-from .types import flat_types, is_scalar, is_static, mlir_type, static_value, storage_type
+from .types import flat_types, is_scalar, is_static, param_type, static_value, storage_type
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
                      TupleValue)
 
@@ -71,6 +72,12 @@ def _describe(callee, sig) -> str:
     return f"a value of type {type(callee).__name__}"
 
 
+def _describe_value(value) -> str:
+    if isinstance(value, PyValue):
+        return f"the compile-time object {value.obj!r}"
+    return f"a {type(value).__name__}"
+
+
 class FunctionLowerer:
     """Lowers one typed Numba function into `func.func @name` of a module."""
 
@@ -94,25 +101,36 @@ class FunctionLowerer:
         self.body_depth = 0                     # > 0: inside a loop body region
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
+        self.entry_block: Optional[ir.Block] = None
+        self.body_region: Optional[RegionBlocks] = None
+        self.carried: Optional[CarriedArrays] = None
+        self.label: Optional[int] = None        # the Numba block being lowered
+        self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
 
     # -- entry point -------------------------------------------------------
 
     def lower(self, module: ir.Module) -> func.FuncOp:
         loc = self.loc
-        arg_mlir = [mlir_type(t, loc) for ty in self.argtypes for t in flat_types(ty, loc)]
+        arg_mlir = [param_type(t, loc, self.entry)
+                    for ty in self.argtypes for t in flat_types(ty, loc)]
         with ir.InsertionPoint(module.body), self.location(loc):
             fn = func.FuncOp(self.name, ir.FunctionType.get(arg_mlir, []))
             entry = fn.add_entry_block()
+        self.entry_block = entry
         self.scope = Scope(entry)
         self.errors = FunctionErrors(self.mlower.exceptions, fn.body)
         self.arguments = self._split_arguments(list(entry.arguments))
         blocks = self.func_ir.blocks
         order = find_topo_order(blocks)
-        region = RegionBlocks({label: fn.body.blocks.append() for label in sorted(blocks)})
+        self.carried = CarriedArrays(self, carried_arrays(self.func_ir, self.typemap))
+        region = RegionBlocks({label: fn.body.blocks.append(*self.carried.types)
+                               for label in sorted(blocks)})
+        self.body_region = region
         with ir.InsertionPoint(entry), self.location(loc):
             if self.entry:
                 self.target.prologue(self)
-            cf.BranchOp([], region.blocks[order[0]])
+            self.carried.make_placeholders()
+            cf.BranchOp(self.carried.placeholders, region.blocks[order[0]])
         self.lower_blocks(blocks, region)
         # Result types are known only once the return statements are lowered:
         # arrays that are arguments are handed back by the wrapper, not MLIR.
@@ -135,17 +153,20 @@ class FunctionLowerer:
 
     def lower_blocks(self, blocks: dict, region: RegionBlocks) -> None:
         outer, self.region = self.region, region
-        outer_ip = self.ip
+        outer_ip, outer_label = self.ip, self.label
         try:
             for label in sorted(blocks):
                 block = blocks[label]
                 self.ip = ir.InsertionPoint(region.blocks[label])
+                self.label = label
+                if region is self.body_region:
+                    self.carried.bind_block_arguments(region.blocks[label])
                 self.lower_stmts(block.body)
                 if not block.is_terminated:
                     with self.ip, self.location(self.loc):
                         self.jump_out()
         finally:
-            self.region, self.ip = outer, outer_ip
+            self.region, self.ip, self.label = outer, outer_ip, outer_label
 
     def lower_stmts(self, stmts) -> None:
         """Statements at `self.ip`, which a statement may move on (to the
@@ -165,9 +186,14 @@ class FunctionLowerer:
 
     def jump_to(self, label: int) -> None:
         if label in self.region.blocks:
-            cf.BranchOp([], self.region.blocks[label])
+            cf.BranchOp(self.branch_operands(), self.region.blocks[label])
         else:
             self.jump_out()
+
+    def branch_operands(self) -> list:
+        """What a branch between blocks of the current region passes: the
+        carried arrays, in the function body."""
+        return self.carried.operands() if self.region is self.body_region else []
 
     def jump_out(self) -> None:
         if self.region.exit is None:
@@ -212,6 +238,9 @@ class FunctionLowerer:
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
         if is_scalar(types.unliteral(ty)):
+            if not isinstance(value, ir.Value):
+                raise UnsupportedConstructError(
+                    f"a {ty} variable ('{name}') holding {_describe_value(value)}", self.loc)
             if fromty is not None:
                 value = casts.cast(value, fromty, ty)
             slot = self.scope.find_slot(name)
@@ -220,7 +249,10 @@ class FunctionLowerer:
             self.store_slot(value, slot, ty)
             return
         bound = self.scope.values.get(name)
-        if bound is not None and bound is not value:
+        carried = name in self.carried.names and self.region is self.body_region
+        if carried:
+            self.carried.check_assignment(name, value, self.label)
+        if bound is not None and bound is not value and not carried:
             raise UnsupportedConstructError(
                 f"assigning variable '{name}' of type {ty} more than once "
                 "(only scalars may be reassigned)", self.loc)
@@ -255,7 +287,20 @@ class FunctionLowerer:
             return const(ty, value)
         if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
             return TupleValue([self.constant(v, t) for v, t in zip(value, ty.types)], ty)
+        if isinstance(ty, types.Array) and isinstance(value, np.ndarray):
+            return self.global_array(value, ty)
         return PyValue(value)
+
+    def global_array(self, value: np.ndarray, ty: types.Array) -> ArrayValue:
+        """A global NumPy array (a constant to Numba): copied once, at the top
+        of the function, from a constant memref.global into a new array, which
+        host code and kernels can both read."""
+        from .arrays import constant_array
+        key = id(value)
+        if key not in self.global_arrays:
+            with ir.InsertionPoint.at_block_terminator(self.entry_block), self.location(self.loc):
+                self.global_arrays[key] = constant_array(self, value, ty)
+        return self.global_arrays[key]
 
     def argument(self, index: int):
         ty = self.argtypes[index]
@@ -281,10 +326,13 @@ class FunctionLowerer:
             if rule is not None:
                 return rule(self, [callee.receiver] + args, sig, expr)
         elif isinstance(callee, PyValue):
+            if isinstance(callee.obj, np.ufunc) and (elementwise.is_array_operation(args)
+                                                      or callee.obj not in call_rules):
+                return elementwise.ufunc_call(self, callee.obj, args, sig, expr)
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
-            if isinstance(callee.obj, types.NumberClass) and len(args) == 1:
+            if isinstance(callee.obj, (types.NumberClass, types.Number)) and len(args) == 1:
                 return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
             if isinstance(callee.obj, type) and issubclass(callee.obj, BaseException):
                 return PyValue(ExceptionValue(callee.obj, tuple(
@@ -296,12 +344,17 @@ class FunctionLowerer:
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def binop(self, fn, lhs, rhs, sig, expr):
+        # element-wise operators on arrays; others (`@`) have rules of their own
+        if elementwise.is_array_operation((lhs, rhs)) and elementwise.operator_ufunc(fn):
+            return elementwise.array_operator(self, fn, [lhs, rhs], sig, expr)
         rule = binop_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
         return rule(self, [lhs, rhs], sig, expr)
 
     def unary(self, fn, value, sig, expr):
+        if elementwise.is_array_operation((value,)):
+            return elementwise.array_operator(self, fn, [value], sig, expr)
         rule = unary_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the unary operator {getattr(fn, '__name__', fn)}", expr.loc)
@@ -309,6 +362,8 @@ class FunctionLowerer:
 
     def getattr(self, value, ty, attr: str, expr, target: str):
         if isinstance(value, PyValue):
+            if isinstance(value.obj, types.DType) and attr == "type":
+                return PyValue(value.obj.dtype)       # a.dtype.type: the scalar type
             try:
                 return self.constant(getattr(value.obj, attr), self.typeof(target))
             except AttributeError:
@@ -348,6 +403,9 @@ class FunctionLowerer:
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
             if origins[-1] is None:      # a new array (or any, from a callee)
+                if value.view:           # its memory belongs to another array
+                    from .arrays import copy_array
+                    value = copy_array(self, value)
                 results.append(value.memref)
         elif is_scalar(resty):
             results.append(casts.cast(value, ty, resty))

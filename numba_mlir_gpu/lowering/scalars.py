@@ -30,17 +30,24 @@ def _kind(ty):
     return "u"         # unsigned integers and booleans
 
 
-def _arith(int_op, float_op):
+def _arith(int_op, float_op, bool_op=None):
+    """`bool_op`: NumPy's boolean loop ('??->?': add is or, multiply is and),
+    reached from array expressions on boolean arrays."""
     def rule(lw, args, sig, expr):
         ty = _scalar_sig(sig, expr)
+        if isinstance(ty, types.Boolean) and isinstance(types.unliteral(sig.return_type),
+                                                        types.Boolean):
+            if bool_op is None:
+                raise UnsupportedConstructError("this operator on booleans", expr.loc)
+            return bool_op(*args).result
         op = float_op if isinstance(ty, types.Float) else int_op
         return op(*args).result
     return rule
 
 
-binop_rules.register(operator.add)(_arith(arith.AddIOp, arith.AddFOp))
+binop_rules.register(operator.add)(_arith(arith.AddIOp, arith.AddFOp, arith.OrIOp))
 binop_rules.register(operator.sub)(_arith(arith.SubIOp, arith.SubFOp))
-binop_rules.register(operator.mul)(_arith(arith.MulIOp, arith.MulFOp))
+binop_rules.register(operator.mul)(_arith(arith.MulIOp, arith.MulFOp, arith.AndIOp))
 
 
 @binop_rules.register(operator.truediv)
@@ -152,7 +159,16 @@ def _comparison(fn):
     signed, unsigned, ordered = _PREDICATES[fn]
 
     def rule(lw, args, sig, expr):
+        from .casts import cast
         ty = _scalar_sig(sig, expr)
+        a_ty, b_ty = (types.unliteral(t) for t in sig.args)
+        if a_ty != b_ty and all(isinstance(t, types.Integer) for t in (a_ty, b_ty)):
+            # A ufunc loop such as 'Qq->?' (from array expressions): compared
+            # as NumPy does, in float64 when the signedness differs, else in
+            # the wider type.
+            ty = types.float64 if a_ty.signed != b_ty.signed else max(a_ty, b_ty,
+                                                                      key=lambda t: t.bitwidth)
+            args = [cast(v, t, ty) for v, t in zip(args, (a_ty, b_ty))]
         kind = _kind(ty)
         if kind == "f":
             return cmpf(ordered, *args)
@@ -194,11 +210,16 @@ def not_(lw, args, sig, expr):
 
 @unary_rules.register(operator.invert)
 def invert(lw, args, sig, expr):
-    """Numba inverts in the operand's type, then widens (~uint8(3) == 252)."""
+    """Numba inverts in the operand's type, then widens (~uint8(3) == 252).
+    On booleans, Python's `~True` is the int -2, but NumPy's invert (array
+    expressions, typed bool -> bool) is logical not."""
     from .casts import cast
     ty = _scalar_sig(sig, expr)
     if isinstance(ty, types.Float):
         raise UnsupportedConstructError("'~' on floats", expr.loc)
+    if isinstance(ty, types.Boolean) and isinstance(types.unliteral(sig.return_type),
+                                                    types.Boolean):
+        return arith.XOrIOp(args[0], const(types.boolean, 1)).result
     if isinstance(ty, types.Boolean):
         ty, value = types.int64, cast(args[0], ty, types.int64)
     else:

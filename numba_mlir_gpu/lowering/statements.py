@@ -37,7 +37,8 @@ def lower_static_setitem(lw, stmt: nir.StaticSetItem) -> None:
 def lower_branch(lw, stmt: nir.Branch) -> None:
     cond = casts.truth(lw.read(stmt.cond), lw.typeof(stmt.cond.name))
     blocks = lw.region.blocks
-    cf.CondBranchOp(cond, [], [], blocks[stmt.truebr], blocks[stmt.falsebr])
+    operands = lw.branch_operands()
+    cf.CondBranchOp(cond, operands, operands, blocks[stmt.truebr], blocks[stmt.falsebr])
 
 
 @stmt_rules.register(nir.Jump)

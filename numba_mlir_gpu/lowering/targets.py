@@ -197,10 +197,13 @@ def written_arguments(func_ir) -> set[int]:
                 if isinstance(stmt, Parfor):
                     walk([stmt.init_block, *stmt.loop_body.values()])
                 elif isinstance(stmt, nir.Assign):
-                    if isinstance(stmt.value, nir.Arg):
-                        arg_of[stmt.target.name] = stmt.value.index
-                    elif isinstance(stmt.value, nir.Var):
-                        alias_of[stmt.target.name] = stmt.value.name
+                    value = stmt.value
+                    if isinstance(value, nir.Arg):
+                        arg_of[stmt.target.name] = value.index
+                    elif isinstance(value, nir.Var):
+                        alias_of[stmt.target.name] = value.name
+                    elif isinstance(value, nir.Expr):
+                        _note_expr(stmt.target.name, value, alias_of, targets)
                 elif isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
                     targets.add(stmt.target.name)
     walk(func_ir.blocks.values())
@@ -338,3 +341,21 @@ def _blocks_in_context(func_ir):
                     yield from visit(sorted(stmt.loop_body.items()), stmt,
                                      min(stmt.loop_body))
     yield from visit(sorted(func_ir.blocks.items()), None, object())
+
+
+def _note_expr(target: str, expr, alias_of: dict, targets: set) -> None:
+    """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`);
+    in-place operators write their left operand; a call may write any array
+    it is given (jitted callees, ufunc outputs)."""
+    if expr.op in ("getitem", "static_getitem", "getattr"):
+        alias_of[target] = expr.value.name
+    elif expr.op == "inplace_binop":
+        targets.add(expr.lhs.name)
+        alias_of[target] = expr.lhs.name
+    elif expr.op == "call":
+        targets.update(arg.name for arg in expr.args)
+        if expr.func.name in alias_of:          # a method of an array (a.reshape(...))
+            targets.add(expr.func.name)
+            alias_of[target] = expr.func.name
+        elif expr.args:
+            alias_of[target] = expr.args[0].name

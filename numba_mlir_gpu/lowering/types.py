@@ -52,6 +52,20 @@ def memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
     return ir.MemRefType.get(shape, element, layout=layout)
 
 
+def strided_memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
+    """A memref of any layout (dynamic strides and offset): views, and the
+    array parameters of functions other than the entry."""
+    return memref_type(ty.copy(layout="A"), loc)
+
+
+def param_type(ty: types.Type, loc=None, entry: bool = True) -> ir.Type:
+    """The MLIR parameter type of a flat argument: callees take arrays of any
+    layout, so that views can be passed to them."""
+    if isinstance(ty, types.Array) and not entry:
+        return strided_memref_type(ty, loc)
+    return mlir_type(ty, loc)
+
+
 # Values known at compile time: passed to no MLIR function, bound as Python
 # objects instead.
 STATIC_TYPES = (types.NoneType, types.Omitted, types.StringLiteral, types.NumberClass,

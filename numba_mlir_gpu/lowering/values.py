@@ -18,6 +18,15 @@ class ArrayValue:
     memref: ir.Value
     type: types.Array
     origin: Optional[int] = None   # argument index this array is, if any
+    view: bool = False             # aliases part of another array (a strided memref)
+
+
+@dataclass
+class SliceValue:
+    """A slice object: i64 values, None where omitted."""
+    start: Optional[ir.Value]
+    stop: Optional[ir.Value]
+    step: Optional[ir.Value]
 
 
 @dataclass

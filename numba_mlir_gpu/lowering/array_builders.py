@@ -1,0 +1,125 @@
+"""NumPy functions that build a new array element by element, with NumPy
+broadcasting (elementwise.py): np.where(cond, x, y), a.astype(dtype),
+np.clip(a, lo, hi), and C-ordered copies (np.ascontiguousarray).
+
+Numba implements these in Python with constructs we do not lower
+(np.broadcast_shapes, np.ndindex); here each is one parallel loop over the
+output (a kernel on the GPU).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+from numba.np.arrayobj import _as_layout_array_intrinsic
+
+from .arrays import allocate, copy_array, store_element
+from .build import select
+from .casts import cast, truth
+from .elementwise import broadcast_element, broadcast_shape
+from .errors import UnsupportedConstructError
+from .loops import parallel_for
+from .mathlib import _less
+from .registry import call_rules, method_rules
+from .values import ArrayValue
+
+
+# np.where's and np.clip's message (NumPy's broadcast_shapes), checked by Numba
+_SHAPE_MISMATCH = "shape mismatch: objects cannot be broadcast to a single shape"
+
+
+def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
+    """A new array of `result_ty`: element(values of the operands) at each index."""
+    arrays = [v for v in operands if isinstance(v, ArrayValue)]
+    extents = broadcast_shape(lw, arrays, result_ty.ndim, _SHAPE_MISMATCH)
+    out = allocate(lw, result_ty, extents)
+
+    def body(indices):
+        store_element(element([broadcast_element(v, indices) for v in operands]), out, indices)
+    parallel_for(lw, extents, body)
+    return out
+
+
+@call_rules.register(np.where)
+def numpy_where(lw, args, sig, expr):
+    result_ty = types.unliteral(sig.return_type)
+    if len(args) == 1:
+        from .reductions import nonzero
+        return nonzero(lw, args, sig, expr)
+    if len(args) != 3 or not isinstance(result_ty, types.Array):
+        raise UnsupportedConstructError(
+            f"np.where with {len(args)} argument(s) of {', '.join(map(str, sig.args))} "
+            "(one array, or three with at least one array, are supported)", expr.loc)
+    cond_ty, x_ty, y_ty = (_element_type(t) for t in sig.args)
+    dtype = result_ty.dtype
+
+    def element(values):
+        c, x, y = values
+        return select(truth(c, cond_ty), cast(x, x_ty, dtype), cast(y, y_ty, dtype))
+    return _elementwise(lw, result_ty, args, element)
+
+
+@method_rules.register((types.Array, "astype"))
+def astype(lw, args, sig, expr):
+    source = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if result_ty.layout != "C":
+        raise UnsupportedConstructError(f".astype() returning {result_ty}", expr.loc)
+    fromty = source.type.dtype
+    return _elementwise(lw, result_ty, [source],
+                        lambda values: cast(values[0], fromty, result_ty.dtype))
+
+
+def _clip_operand(value, ty):
+    return None if isinstance(types.unliteral(ty), (types.NoneType, types.Omitted)) else value
+
+
+@call_rules.register(np.clip)
+def numpy_clip(lw, args, sig, expr):
+    """np.clip(a, a_min, a_max) as Numba: min(max(a, a_min), a_max) with
+    Python's min/max (a NaN in `a` is kept, a NaN bound is ignored)."""
+    if len(args) > 3 or expr.kws or not isinstance(args[0], ArrayValue):
+        raise UnsupportedConstructError("np.clip other than np.clip(array, a_min, a_max)",
+                                        expr.loc)
+    result_ty = types.unliteral(sig.return_type)
+    bounds = [(_clip_operand(v, t), _element_type(t)) for v, t in zip(args[1:], sig.args[1:])]
+    if all(v is None for v, _ in bounds) or not isinstance(result_ty, types.Array):
+        raise UnsupportedConstructError("np.clip without bounds", expr.loc)
+    a_ty = args[0].type.dtype
+    common = lw.mlower.typingctx.unify_types(a_ty, *(t for v, t in bounds if v is not None))
+    operands = [args[0]] + [v for v, _ in bounds if v is not None]
+
+    def element(values):
+        x = cast(values[0], a_ty, common)
+        rest = iter(values[1:])
+        for (bound, ty), largest in zip(bounds, (True, False)):
+            if bound is None:
+                continue
+            b = cast(next(rest), ty, common)
+            # max(x, lo) keeps x unless lo > x; min(x, hi) keeps x unless hi < x.
+            replace = _less(x, b, common) if largest else _less(b, x, common)
+            x = select(replace, b, x)
+        return cast(x, common, result_ty.dtype)
+    return _elementwise(lw, result_ty, operands, element)
+
+
+def _element_type(ty):
+    ty = types.unliteral(ty)
+    return ty.dtype if isinstance(ty, types.Array) else ty
+
+
+def _as_layout(lw, args, sig, expr):
+    """Numba's `_as_layout_array_intrinsic(a, 'C')` (np.ascontiguousarray): a
+    new C-ordered array filled by a parallel copy. Fortran-ordered results
+    (np.asfortranarray, array expressions on Fortran-ordered arrays) would be
+    views of a transposed buffer, which buffer deallocation clones through a
+    runtime library we do not load: refused."""
+    source = args[0]
+    result_ty = types.unliteral(sig.return_type)
+    if not isinstance(source, ArrayValue) or result_ty.layout != "C":
+        raise UnsupportedConstructError(
+            f"creating a {result_ty.layout}-ordered array ({result_ty}), e.g. np.asfortranarray "
+            "or an array expression on Fortran-ordered arrays", expr.loc)
+    return copy_array(lw, source, result_ty)
+
+
+call_rules.register(_as_layout_array_intrinsic)(_as_layout)

@@ -1,0 +1,1 @@
+"""Running Numba's own test suites through MLIRGPUPipeline (numba_suite.py)."""

@@ -1,0 +1,73 @@
+"""Indexing with one 1-d index array (integer positions or a boolean mask),
+reading and assigning, against Numba's njit."""
+import numpy as np
+import pytest
+
+from .support import TARGETS, check
+
+
+def gather(a, idx):
+    return a[idx]
+
+
+def gather_columns(m, idx):
+    return m[:, idx]
+
+
+def gather_rows_sum(m, idx):
+    return np.sum(m[idx, 1:])
+
+
+def mask_read(a, mask):
+    return a[mask]
+
+
+def mask_square(a, b):
+    a[b] = a[b] * a[b]
+    return a
+
+
+def mask_assign_scalar(a, mask):
+    a[mask] = -1
+    return a
+
+
+def mask_assign_array(a, mask, values):
+    a[mask] = values
+    return a
+
+
+def scatter_repeated(a, idx, values):
+    a[idx] = values
+    return a
+
+
+def in_branches(arr, flag):
+    inv1 = np.arange(arr.size)
+    if flag:
+        ret = inv1[inv1]
+    else:
+        ret = inv1[inv1 - 1]
+    return ret
+
+
+CASES = [
+    (gather, lambda: (np.arange(10.0), np.array([3, -1, 0, 3]))),
+    (gather_columns, lambda: (np.arange(12.0).reshape(3, 4), np.array([2, 0]))),
+    (gather_rows_sum, lambda: (np.arange(12.0).reshape(3, 4), np.array([2, 2, 0]))),
+    (mask_read, lambda: (np.arange(10), np.arange(10) % 3 == 0)),
+    (mask_read, lambda: (np.arange(4.0), np.zeros(4, dtype=np.bool_))),
+    (mask_square, lambda: (np.arange(10), np.arange(10) > 5)),
+    (mask_assign_scalar, lambda: (np.arange(6.0), np.array([1, 0, 1, 0, 0, 1], dtype=np.bool_))),
+    (mask_assign_array, lambda: (np.arange(6.0), np.arange(6) < 2, np.array([7.0, 8.0]))),
+    (scatter_repeated, lambda: (np.zeros(5), np.array([1, 3, 1]), np.array([1.0, 2.0, 3.0]))),
+    (in_branches, lambda: (np.arange(10), True)),
+    (in_branches, lambda: (np.arange(10), False)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,make_args", CASES,
+                         ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CASES)])
+def test_fancy_indexing_matches_numba(fn, make_args, target):
+    check(fn, *make_args(), target=target)

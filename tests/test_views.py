@@ -1,0 +1,299 @@
+"""Array views (slices, rows, columns, .T, reshape/ravel), slice assignment
+and global NumPy arrays, each against Numba's own njit."""
+import numpy as np
+import pytest
+from numba import prange
+
+from .support import TARGETS, check
+
+
+def slice_sum(a):
+    return a[1:3].sum() + a[-4:].sum() + a[:2].sum()
+
+
+def row_of_2d(a):
+    acc = 0.0
+    for i in range(a.shape[0]):
+        row = a[i]
+        acc += row[0] * (i + 1) + row[-1]
+    return acc
+
+
+def column_copy(a):
+    return a[:, 1].copy()
+
+
+def return_slice_of_argument(a):
+    return a[1:4]
+
+
+def return_strided_2d(a):
+    return a[1:-1, ::2]
+
+
+def negative_step(a):
+    return a[::-2]
+
+
+def empty_and_clamped(a):
+    return a[5:2].size, a[-100:100].size, a[3:3].size
+
+
+def slice_variables(a, lo, hi, step):
+    return a[lo:hi:step].copy()
+
+
+def fill_slice(a):
+    a[1:3] = 7.0
+    a[-2:] = -1.0
+    return a
+
+
+def copy_into_slice(a, b):
+    a[2:5] = b
+
+
+def slice_from_same_array(a):
+    # (overlapping slices race under parfors in Numba's parallel=True too)
+    a[:3] = a[3:]
+
+
+def write_through_row_view(a):
+    for i in range(a.shape[0]):
+        row = a[i]
+        row[0] = i * 10
+
+
+def transpose_copy(a):
+    return a.T.copy()
+
+
+def transpose_sum(a):
+    t = a.T
+    acc = 0.0
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            acc += t[i, j] * (i + 2 * j)
+    return acc
+
+
+def reshape_tuple(a):
+    return a.reshape((3, 4))
+
+
+def reshape_inferred(a):
+    return a.reshape(2, -1)
+
+
+def ravel_2d(a):
+    return a.ravel()
+
+
+def flatten_strided(a):
+    return a[:, ::2].flatten()
+
+
+def prange_rows(a, out):
+    for i in prange(a.shape[0]):
+        row = a[i, :]
+        out[i] = row.sum() * 2
+
+
+GLOBAL = np.arange(5.0) * 1.5
+GLOBAL_INT = np.array([[1, 2], [3, 4]], dtype=np.int32)
+
+
+def add_global(a):
+    return a + GLOBAL
+
+
+def global_in_prange(n):
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = GLOBAL[i % 5] + GLOBAL_INT[i % 2, 1]
+    return out
+
+
+def a12():
+    return np.arange(12.0)
+
+
+def m34():
+    return np.arange(12.0).reshape(3, 4)
+
+
+CASES = [
+    (slice_sum, lambda: (np.arange(6.0),)),
+    (row_of_2d, lambda: (m34(),)),
+    (column_copy, lambda: (m34(),)),
+    (return_slice_of_argument, lambda: (np.arange(6),)),
+    (return_strided_2d, lambda: (np.arange(20.0).reshape(4, 5),)),
+    (negative_step, lambda: (np.arange(7),)),
+    (empty_and_clamped, lambda: (np.arange(7),)),
+    (slice_variables, lambda: (np.arange(10), 8, 1, -3)),
+    (slice_variables, lambda: (np.arange(10), -7, 9, 2)),
+    (fill_slice, lambda: (np.arange(6.0),)),
+    (copy_into_slice, lambda: (np.zeros(8), np.ones(3))),
+    (slice_from_same_array, lambda: (np.arange(6.0),)),
+    (write_through_row_view, lambda: (np.ones((3, 2)),)),
+    (transpose_copy, lambda: (m34(),)),
+    (transpose_sum, lambda: (m34(),)),
+    (reshape_tuple, lambda: (a12(),)),
+    (reshape_inferred, lambda: (a12(),)),
+    (ravel_2d, lambda: (m34(),)),
+    (flatten_strided, lambda: (m34(),)),
+    (prange_rows, lambda: (m34(), np.zeros(3))),
+    (add_global, lambda: (np.ones(5),)),
+    (global_in_prange, lambda: (7,)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,make_args", CASES,
+                         ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CASES)])
+def test_views_match_numba(fn, make_args, target):
+    check(fn, *make_args(), target=target)
+
+
+def bad_reshape(a):
+    return a.reshape((5, 5))
+
+
+def zero_step(a, step):
+    return a[::step].copy()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args,error", [
+    (bad_reshape, (np.arange(12.0),), ValueError),
+    (zero_step, (np.arange(4.0), 0), ValueError),
+])
+def test_view_errors_as_in_numba(fn, args, error, target):
+    from numba import njit
+    from .support import ours
+    with pytest.raises(error):
+        njit(fn)(*args)
+    with pytest.raises(error):
+        ours(fn, target)(*args)
+
+
+# -- one array variable bound to different arrays (branches, loops) -----------
+
+def pick_in_branch(a, b, c):
+    if c > 0:
+        x = a
+    else:
+        x = b
+    return x.sum()
+
+
+def new_arrays_in_branches(c):
+    if c > 0:
+        x = np.ones(3)
+    else:
+        x = np.zeros(4)
+    return x
+
+
+def view_chosen_in_branch(a, c):
+    x = a[:2]
+    if c:
+        x = a[2:4]
+    x[0] = 100
+    return a
+
+
+def last_view_of_loop(m):
+    for i in range(0, m.shape[0]):
+        z = m[i, :, :]
+    return np.max(z)
+
+
+def maybe_new(a, c):
+    if c > 0:
+        x = a + 1
+    else:
+        x = a
+    return x.sum(), x
+
+
+CARRIED = [
+    (pick_in_branch, (np.ones(3), np.arange(3.0), 1)),
+    (pick_in_branch, (np.ones(3), np.arange(3.0), -1)),
+    (new_arrays_in_branches, (1,)),
+    (new_arrays_in_branches, (-1,)),
+    (view_chosen_in_branch, (np.arange(5.0), True)),
+    (view_chosen_in_branch, (np.arange(5.0), False)),
+    (last_view_of_loop, (np.arange(60.0).reshape(3, 4, 5),)),
+    (maybe_new, (np.ones(3), 1)),
+    (maybe_new, (np.ones(3), -1)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn,args", CARRIED,
+                         ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CARRIED)])
+def test_array_variable_rebound_matches_numba(fn, args, target):
+    check(fn, *args, target=target)
+
+
+def grow_in_loop(a, n):
+    x = a
+    for i in range(n):
+        x = x + 1
+    return x
+
+
+def test_new_array_carried_around_a_loop_is_refused_clearly():
+    from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+    from .support import ours
+    with pytest.raises(UnsupportedConstructError, match="inside a loop"):
+        ours(grow_in_loop, "cpu")(np.ones(3), 2)
+
+
+def _identity(a):
+    return a
+
+
+def call_returning_argument(a):
+    identity = _identity_jit
+    c = identity(a[1:])
+    d = identity(a)
+    return c.sum() + d.sum(), c
+
+
+def inplace_in_branch_returns_argument(out, flag):
+    if flag:
+        out += 1
+    return out
+
+
+def test_argument_updated_in_a_branch_is_returned_itself():
+    from .support import ours
+    out = np.zeros(3)
+    got = ours(inplace_in_branch_returns_argument, "cpu")(out, True)
+    assert got is out and (out == 1).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callee_returning_a_view_argument_matches_numba(target):
+    check(call_returning_argument, np.arange(5.0), target=target)
+
+
+from numba import njit as _njit  # noqa: E402
+_identity_jit = _njit(_identity)
+
+
+def views_with_unit_axes(a):
+    indices = np.zeros((1, 2, 2, 1), dtype=np.uint64)
+    k_list = indices[0, :]
+    for i, g in enumerate(a):
+        k_list[i, i] = i + 5
+    return indices
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_with_unit_axes_match_numba(target):
+    # integer-indexed axes are dropped explicitly, not by a rank-reducing
+    # subview (which may drop another unit axis once sizes are constants)
+    check(views_with_unit_axes, np.array([1, 1]), target=target)
