@@ -67,3 +67,43 @@ def lower_general_deallocs(module: ir.Module) -> None:
         for result, value in zip(op.results, owned):
             result.replace_all_uses_with(value)
         op.operation.erase()
+
+
+def copies_of_views_as_loops(module: ir.Module) -> None:
+    """`memref.copy` with a strided (view) side -> a loop nest of loads and
+    stores. Buffer deallocation clones views this way; finalize-memref-to-llvm
+    would call `memrefCopy` from libmlir_c_runner_utils, which needs libMLIR
+    at run time and is not loaded beside the GPU runtime. Contiguous copies
+    stay memcpys (and on the GPU, cuMemcpy: runtime/placement.py)."""
+    copies = []
+
+    def visit(op):
+        if op.name == "memref.copy" and any(_strided(v.type) for v in op.operands):
+            copies.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in copies:
+        source, target = op.operands
+        with ir.InsertionPoint(op), op.location:
+            _copy_loops(source, target, [], ir.MemRefType(source.type).rank)
+        op.erase()
+
+
+def _strided(ty: ir.Type) -> bool:
+    """A layout other than the plain row-major one (identity map)."""
+    layout = ir.MemRefType(ty).layout
+    return not (isinstance(layout, ir.AffineMapAttr)
+                and layout.value == ir.AffineMap.get_identity(ir.MemRefType(ty).rank))
+
+
+def _copy_loops(source, target, indices: list, rank: int) -> None:
+    if len(indices) == rank:
+        memref.StoreOp(memref.LoadOp(source, indices).result, target, indices)
+        return
+    index = ir.IndexType.get()
+    zero, one = (arith.ConstantOp(index, v).result for v in (0, 1))
+    extent = memref.DimOp(source, arith.ConstantOp(index, len(indices)).result).result
+    loop = scf.ForOp(zero, extent, one)
+    with ir.InsertionPoint(loop.body):
+        _copy_loops(source, target, indices + [loop.induction_variable], rank)
+        scf.YieldOp([])

@@ -138,9 +138,7 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3,
 def _engine(module: ir.Module, name: str, gpu: bool, text: str,
             opt_level: int = 3) -> JitFunction:
     from llvmlite import binding as ll
-    # c_runner_utils: memrefCopy, which memref.copy between strided memrefs (views) calls
-    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime"),
-                                                     runtime_library("mlir_c_runner_utils")]
+    shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)
     except Exception as exc:   # the engine reports failures as plain RuntimeError

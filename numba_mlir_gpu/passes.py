@@ -11,7 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from .deallocation import lower_general_deallocs
+from .deallocation import copies_of_views_as_loops, lower_general_deallocs
 from .launch import TileParallelLoops
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
@@ -49,8 +49,8 @@ def cpu_pipeline(threads: int) -> list:
     """Parallel loops split into tasks for MLIR's async runtime (a thread
     pool of `threads` workers); reductions are chunked per worker first
     (lowering/targets.py) since the runtime does not split scf.reduce loops."""
-    return _DEALLOCATION + [precise_libm_calls, "builtin.module(" + ",".join([
-        _AFTER_DEALLOCATION,
+    return _DEALLOCATION + [precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+                            copies_of_views_as_loops, "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
         "async-runtime-ref-counting",
@@ -116,8 +116,8 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "reconcile-unrealized-casts",
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
-    return _DEALLOCATION + [barriers_from_markers, prepare, tile, outline, ieee_sqrt_in_kernels,
-                            precise_libm_calls, compile_]
+    return _DEALLOCATION + [barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_]
 
 
 def barriers_from_markers(module) -> None:
