@@ -90,10 +90,20 @@ def copies_of_views_as_loops(module: ir.Module) -> None:
 
 
 def _strided(ty: ir.Type) -> bool:
-    """A layout other than the plain row-major one (identity map)."""
-    layout = ir.MemRefType(ty).layout
-    return not (isinstance(layout, ir.AffineMapAttr)
-                and layout.value == ir.AffineMap.get_identity(ir.MemRefType(ty).rank))
+    """Not what finalize-memref-to-llvm copies with a memcpy: the identity
+    layout, or a static shape laid out contiguously in row-major order."""
+    mty = ir.MemRefType(ty)
+    layout = mty.layout
+    if isinstance(layout, ir.AffineMapAttr):
+        return layout.value != ir.AffineMap.get_identity(mty.rank)
+    if not mty.has_static_shape or not isinstance(layout, ir.StridedLayoutAttr):
+        return True
+    expected = 1
+    for extent, stride in reversed(list(zip(mty.shape, layout.strides))):
+        if extent != 1 and stride != expected:
+            return True
+        expected *= extent
+    return False
 
 
 def _copy_loops(source, target, indices: list, rank: int) -> None:

@@ -98,6 +98,7 @@ class FunctionLowerer:
         self.region: RegionBlocks = None
         self.ip: Optional[ir.InsertionPoint] = None
         self.parallel_depth = parallel_depth    # > 0: in a parallel loop body or a kernel
+        self.kernel_depth = parallel_depth      # > 0: the whole function runs in a kernel
         self.body_depth = 0                     # > 0: inside a loop body region
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
@@ -298,8 +299,15 @@ class FunctionLowerer:
         from .arrays import constant_array
         key = id(value)
         if key not in self.global_arrays:
-            with ir.InsertionPoint.at_block_terminator(self.entry_block), self.location(self.loc):
-                self.global_arrays[key] = constant_array(self, value, ty)
+            # the entry block of a host function is host code, also when the
+            # global is first read inside a parallel loop (a kernel)
+            depth, self.parallel_depth = self.parallel_depth, self.kernel_depth
+            try:
+                with ir.InsertionPoint.at_block_terminator(self.entry_block), \
+                        self.location(self.loc):
+                    self.global_arrays[key] = constant_array(self, value, ty)
+            finally:
+                self.parallel_depth = depth
         return self.global_arrays[key]
 
     def argument(self, index: int):

@@ -91,12 +91,24 @@ def _classify(alloc, entry: bool) -> _Uses:
                 pass
             elif name == "llvm.call" and callee(op) in _RUNTIME_CALLS:
                 pass
+            elif name in ("llvm.br", "llvm.cond_br"):
+                _push([_block_argument(op, use.operand_number)], seen, work)
             elif name == "llvm.return" and entry:
                 uses.returned = True
-            else:       # loads, stores, other calls, branches: host code
+            else:       # loads, stores, other calls: host code
                 uses.host = True
                 break
     return uses
+
+
+def _block_argument(branch, operand: int):
+    """The successor's block argument that a branch operand is passed to."""
+    if branch.name == "llvm.br":
+        return branch.successors[0].arguments[operand]
+    _, on_true, _ = _segments(branch)            # cond_br: condition, true, false operands
+    if operand <= on_true:
+        return branch.successors[0].arguments[operand - 1]
+    return branch.successors[1].arguments[operand - 1 - on_true]
 
 
 def _push(values, seen: set, work: list) -> None:

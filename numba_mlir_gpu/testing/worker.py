@@ -68,7 +68,8 @@ def _adapt_module(module, icpt: Interceptor) -> None:
     """The runner's one adaptation of Numba's test helpers (documented in
     docs/numba-suite.md): `check_scheduling` looks for Numba's gufunc
     scheduler in the LLVM IR; for a result we compiled, the equivalent fact
-    is that the parfors became parallel loops (`scf.parallel`) in our MLIR.
+    is that the parfors became parallel loops in our MLIR: `scf.parallel`,
+    or on the GPU target the explicit `gpu.launch` of a tree reduction.
     The failure message names Numba's scheduler as the original's does, since
     some tests assert that a function has no parallel loop through it."""
     base = getattr(module, "TestParforsBase", None)
@@ -80,9 +81,9 @@ def _adapt_module(module, icpt: Interceptor) -> None:
         compiled = cres.metadata.get("numba_mlir_gpu") if cres.metadata else None
         if compiled is None:
             return original(self, cres, scheduler_type)
-        if "scf.parallel" not in compiled.input_mlir:
-            raise self.failureException(
-                "'@do_scheduling' not found: no scf.parallel in the MLIR of MLIRGPUPipeline")
+        if not any(loop in compiled.input_mlir for loop in ("scf.parallel", "gpu.launch")):
+            raise self.failureException("'@do_scheduling' not found: no scf.parallel or "
+                                        "gpu.launch in the MLIR of MLIRGPUPipeline")
     base.check_scheduling = check_scheduling
     base._numba_suite_adapted = True
 
