@@ -185,3 +185,23 @@ def test_launches_share_the_default_stream():
     # each launch names a stream, so the LLVM translation creates none around it
     assert all("gpu.launch_func <" in line for line in launches)
     assert "mgpuStreamCreate" not in host and "mgpuStreamDestroy" not in host
+
+
+def zeros_like_of(x):
+    out = np.zeros_like(x)          # reads only x's shape: x is not copied back
+    for i in prange(x.shape[0]):
+        out[i] = x[i] + 1.0
+    return out
+
+
+def write_through_reshape(x):
+    y = np.reshape(x, (2, 4))       # a view: writing it writes x
+    for i in prange(2):
+        y[i, 0] = 1.0
+
+
+def test_arguments_are_copied_back_only_when_written():
+    entry = placed(zeros_like_of, np.ones(8)).split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
+    assert entry.count("call @nmg_memcpy") == 1           # in only
+    entry = placed(write_through_reshape, np.ones(8)).split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
+    assert entry.count("call @nmg_memcpy") == 2           # in, and back through the view

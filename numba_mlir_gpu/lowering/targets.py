@@ -9,7 +9,9 @@ already live on the GPU are used in place.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba.core import ir as nir
+from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, memref, scf
@@ -203,7 +205,7 @@ def written_arguments(func_ir) -> set[int]:
                     elif isinstance(value, nir.Var):
                         alias_of[stmt.target.name] = value.name
                     elif isinstance(value, nir.Expr):
-                        _note_expr(stmt.target.name, value, alias_of, targets)
+                        _note_expr(func_ir, stmt.target.name, value, alias_of, targets)
                 elif isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
                     targets.add(stmt.target.name)
     walk(func_ir.blocks.values())
@@ -343,9 +345,47 @@ def _blocks_in_context(func_ir):
     yield from visit(sorted(func_ir.blocks.items()), None, object())
 
 
-def _note_expr(target: str, expr, alias_of: dict, targets: set) -> None:
+# NumPy functions that write an array argument (besides ufunc outputs)
+_WRITING_NUMPY_FUNCTIONS = {np.copyto, np.fill_diagonal, np.put, np.place, np.putmask,
+                            np.random.shuffle}
+# NumPy functions whose result may be a view of their first argument
+_VIEW_NUMPY_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.expand_dims,
+                         np.asarray, np.ascontiguousarray, np.atleast_1d, np.atleast_2d,
+                         np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to, np.diagonal}
+
+
+def _callee(func_ir, expr):
+    """The Python object a call's function variable is bound to (a global,
+    or an attribute of a global module such as `np.empty_like`), or None."""
+    from numba.core.ir_utils import guard
+    definition = guard(func_ir.get_definition, expr.func)
+    if isinstance(definition, nir.Expr) and definition.op == "getattr":
+        module = guard(func_ir.get_definition, definition.value)
+        if isinstance(module, (nir.Global, nir.FreeVar)):
+            return getattr(module.value, definition.attr, None)
+        return None
+    return definition.value if isinstance(definition, (nir.Global, nir.FreeVar)) else None
+
+
+def _is_numpy(fn) -> bool:
+    return isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "numpy" or \
+        str(getattr(fn, "__module__", "")).startswith("numpy.")
+
+
+def _writes_arguments(fn, expr) -> list:
+    """The arguments a call may write: a ufunc's outputs, everything given
+    to jitted or unknown callees, nothing given to other NumPy functions
+    (np.empty_like(x) leaves x alone: no copy back)."""
+    if isinstance(fn, np.ufunc):
+        return list(expr.args[fn.nin:]) + [var for name, var in expr.kws if name == "out"]
+    if fn is len or fn is assert_equiv or (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
+        return []
+    return list(expr.args)
+
+
+def _note_expr(func_ir, target: str, expr, alias_of: dict, targets: set) -> None:
     """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`);
-    in-place operators write their left operand; a call may write any array
+    in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
     if expr.op in ("getitem", "static_getitem", "getattr"):
         alias_of[target] = expr.value.name
@@ -353,9 +393,10 @@ def _note_expr(target: str, expr, alias_of: dict, targets: set) -> None:
         targets.add(expr.lhs.name)
         alias_of[target] = expr.lhs.name
     elif expr.op == "call":
-        targets.update(arg.name for arg in expr.args)
-        if expr.func.name in alias_of:          # a method of an array (a.reshape(...))
+        fn = _callee(func_ir, expr)
+        targets.update(arg.name for arg in _writes_arguments(fn, expr))
+        if fn is None and expr.func.name in alias_of:     # a method of an array (a.reshape())
             targets.add(expr.func.name)
             alias_of[target] = expr.func.name
-        elif expr.args:
-            alias_of[target] = expr.args[0].name
+        elif expr.args and (not _is_numpy(fn) or fn in _VIEW_NUMPY_FUNCTIONS):
+            alias_of[target] = expr.args[0].name     # the result may be a view of it
