@@ -151,6 +151,7 @@ def test_whole_array_functions_through_numba_parfors(target):
     for a in (small, np.asfortranarray(small), small[:, ::2], np.arange(1, 9)):
         check(whole_array_reductions, a, target=target, rtol=1e-12)
     check(count_nonzero, np.array([0, 1, 2, 0, 3]), target=target)
+    check(count_nonzero, np.arange(12).reshape(3, 4) % 3, target=target)   # N-d: through ravel
     check(ranges, 7, target=target)
     check(fill, A.copy(), target=target)
     check(fill, A[:, ::2], target=target)

@@ -244,6 +244,12 @@ def json_path(target: str) -> Path:
     return ROOT / "docs" / ("numba-suite.json" if target == "cpu" else f"numba-suite-{target}.json")
 
 
+def _cell(reason: str) -> str:
+    """A reason as a table cell: without terminal colour codes (Numba colours
+    its messages when it sees a terminal) and with '|' escaped."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", reason).replace("|", "\\|")
+
+
 def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
     documents = [json.loads(p.read_text()) for p in
                  (json_path("cpu"), json_path("gpu")) if p.exists()]
@@ -278,15 +284,13 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
                   "Top reasons (failed and unsupported, all modules):", "",
                   "| tests | outcome | reason |", "|---|---|---|"]
         for item in doc["top_reasons"]:
-            reason = item["reason"].replace("|", "\\|")
-            lines.append(f"| {item['tests']} | {item['outcome']} | {reason} |")
+            lines.append(f"| {item['tests']} | {item['outcome']} | {_cell(item['reason'])} |")
         for module in doc["modules"]:
             ids = [t for t in doc["tests"] if t.split(".")[2] == module]
             lines += ["", f"Top reasons in {module}:", "", "| tests | outcome | reason |",
                       "|---|---|---|"]
             for item in top_reasons(doc["tests"], ids, 10):
-                reason = item["reason"].replace("|", "\\|")
-                lines.append(f"| {item['tests']} | {item['outcome']} | {reason} |")
+                lines.append(f"| {item['tests']} | {item['outcome']} | {_cell(item['reason'])} |")
         lines.append("")
     path.write_text("\n".join(lines))
 
