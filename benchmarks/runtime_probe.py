@@ -20,6 +20,7 @@ import numpy as np
 from numba import prange
 
 import numba_mlir_gpu
+from benchmarks.run import cuda_time
 
 LABEL = sys.argv[1] if len(sys.argv) > 1 else "run"
 ROWS: list[tuple[str, str]] = []
@@ -64,18 +65,10 @@ def total(x):
 
 
 def events_ms(fn, reps=20):
+    """(median, spread) in ms of CUDA-event timings (benchmarks.run.cuda_time)."""
     import cupy as cp
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times), max(times) - min(times)
+    t = cuda_time(cp, fn, reps, warmup=1)
+    return t["median_s"] * 1e3, (t["max_s"] - t["min_s"]) * 1e3
 
 
 def wall_us(fn, calls=3000, repeat=5):
