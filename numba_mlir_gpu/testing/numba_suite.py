@@ -271,6 +271,7 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
                   f"Numba {doc['numba_version']}, {doc['date']}, {doc['seconds']} s. "
                   f"Not-applicable list: {doc['not_applicable_entries']} entries "
                   "(`numba_mlir_gpu/testing/not_applicable.txt`).", "",
+                  f"Command: `{doc['command']}`", "",
                   "| module | total | passed | failed | unsupported | not applicable | skipped "
                   "| reference only | compiled nothing | not run | pass rate |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
