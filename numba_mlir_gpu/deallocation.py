@@ -10,6 +10,7 @@ handles what is left.
 from __future__ import annotations
 
 from ._mlir import arith, ir, memref, scf
+from .lowering.loops import copy_elements
 
 
 def _pointer(value: ir.Value) -> ir.Value:
@@ -85,7 +86,10 @@ def copies_of_views_as_loops(module: ir.Module) -> None:
     for op in copies:
         source, target = op.operands
         with ir.InsertionPoint(op), op.location:
-            _copy_loops(source, target, [], ir.MemRefType(source.type).rank)
+            index = ir.IndexType.get()
+            extents = [memref.DimOp(source, arith.ConstantOp(index, axis).result).result
+                       for axis in range(ir.MemRefType(source.type).rank)]
+            copy_elements(source, target, extents)
         op.erase()
 
 
@@ -104,16 +108,3 @@ def _strided(ty: ir.Type) -> bool:
             return True
         expected *= extent
     return False
-
-
-def _copy_loops(source, target, indices: list, rank: int) -> None:
-    if len(indices) == rank:
-        memref.StoreOp(memref.LoadOp(source, indices).result, target, indices)
-        return
-    index = ir.IndexType.get()
-    zero, one = (arith.ConstantOp(index, v).result for v in (0, 1))
-    extent = memref.DimOp(source, arith.ConstantOp(index, len(indices)).result).result
-    loop = scf.ForOp(zero, extent, one)
-    with ir.InsertionPoint(loop.body):
-        _copy_loops(source, target, indices + [loop.induction_variable], rank)
-        scf.YieldOp([])

@@ -17,7 +17,7 @@ from numba.core import ir as nir
 from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
-from .arrays import load_element, shape_of, store_element
+from .arrays import fill, load_element, shape_of, store_element
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .loops import delinearize, flat_parallel, parallel_for, product
@@ -65,8 +65,7 @@ def lower_array_reductions(lw, parfor, nest, body_for) -> None:
         views = {}
         for (name, array, red), private in zip(reductions, privates):
             view = _chunk_view(private, array, t)
-            parallel_for(lw, shape_of(view), lambda idx, v=view, r=red:
-                         store_element(r.identity_value(), v, idx))
+            fill(lw, view, red.identity_value())
             views[name] = view
         lo = arith.MinUIOp(arith.MulIOp(t, chunk).result, total).result
         hi = arith.MinUIOp(arith.AddIOp(lo, chunk).result, total).result

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .._mlir import arith, ir, scf
+from .._mlir import arith, ir, memref, scf
 from .build import const_index
 
 
@@ -62,3 +62,9 @@ def sequential_for(extents: Sequence[ir.Value], body: Callable[[list], None]) ->
             nest(level + 1, indices + [loop.induction_variable])
             scf.YieldOp([])
     nest(0, [])
+
+
+def copy_elements(source: ir.Value, target: ir.Value, extents: Sequence[ir.Value]) -> None:
+    """target[idx] = source[idx] in a plain loop nest (any layouts)."""
+    sequential_for(extents, lambda idx: memref.StoreOp(memref.LoadOp(source, idx).result,
+                                                       target, idx))

@@ -15,7 +15,7 @@ from .argument_writes import overwritten_arguments, written_arguments
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import tree_reduce
-from .loops import delinearize, flat_parallel, product, sequential_for
+from .loops import copy_elements, delinearize, flat_parallel, product
 from .values import ArrayValue
 
 
@@ -145,7 +145,7 @@ def _copy(src, dst, extents, contiguous: bool) -> None:
     if contiguous:
         memref.CopyOp(src, dst)
         return
-    sequential_for(extents, lambda idx: memref.StoreOp(memref.LoadOp(src, idx).result, dst, idx))
+    copy_elements(src, dst, extents)
 
 
 def _fold_on_host(partials, count: int, reductions) -> list:
