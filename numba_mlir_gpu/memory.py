@@ -29,6 +29,12 @@ class DeviceArrayType(types.Array):
     def __init__(self, dtype, ndim, layout, readonly=False, aligned=True):
         name = f"device_array({dtype}, {ndim}d, {layout})"
         super().__init__(dtype, ndim, layout, readonly=readonly, name=name, aligned=aligned)
+        self._hash = hash(self.key)
+
+    def __hash__(self):
+        # Numba's dispatcher hashes each argument's type on every call
+        # (Dispatcher.typeof_pyval); Type.__hash__ rebuilds the key tuple.
+        return self._hash
 
     def copy(self, dtype=None, ndim=None, layout=None, readonly=None):
         # Arrays derived from a device array (empty_like, ...) are new

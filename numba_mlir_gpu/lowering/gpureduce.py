@@ -1,6 +1,6 @@
 """Scalar reductions of a GPU parallel loop as tree reductions.
 
-Two explicit `gpu.launch`es, no atomics, so the combining order depends only
+One explicit `gpu.launch`, no atomics, so the combining order depends only
 on the trip count and results are the same bits on every run:
 
 1. `blocks` x THREADS threads. Thread `t` folds iterations t, t + stride, ...
@@ -9,9 +9,9 @@ on the trip count and results are the same bits on every run:
    warp shuffles, each warp's value through shared memory, and a second
    butterfly over the warps. Thread 0 writes the block's value to
    `partial[block]`.
-2. One block folds `partial[0:blocks]` the same way and writes the result to
-   `partial[MAX_BLOCKS]`, which is copied to a host stack slot (so the
-   partials can be device memory; the copy is ordered after the launches).
+2. The host copies `partial` (one cuMemcpy ordered after the launch) into
+   a stack buffer and folds `partial[0:blocks]` in block order. A second, one-block kernel would cost a dependent launch on
+   the GPU's timeline; the copy is needed either way.
 
 `blocks` is min(MAX_BLOCKS, ceil(trips / THREADS)), at least 1, so an empty
 loop yields the identity.
@@ -33,8 +33,9 @@ WARP = 32
 # Enough blocks to fill an H100/H200 (132 SMs x 8 blocks of 256 threads) in
 # one wave; a constant, so the combining order never depends on the device.
 MAX_BLOCKS = 1024
-# Iterations per trip of a thread's loop: independent loads in flight.
-UNROLL = 4
+# Iterations per trip of a thread's loop: independent loads in flight
+# (np.sum of 2^26 float32 on an H100: 128 us with 4, 122 us with 8).
+UNROLL = 8
 
 BARRIER_MARKER = "_numba_mlir_gpu_barrier"
 
@@ -51,7 +52,7 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         const_index(MAX_BLOCKS),
         arith.MaxUIOp(const_index(1),
                       arith.CeilDivUIOp(total, const_index(THREADS)).result).result).result
-    partials = [memref.AllocOp(ir.MemRefType.get([MAX_BLOCKS + 1], r.mlir_type), [], []).result
+    partials = [memref.AllocOp(ir.MemRefType.get([MAX_BLOCKS], r.mlir_type), [], []).result
                 for r in reductions]
 
     def per_block(block_id, thread_id, grid_size):
@@ -62,28 +63,23 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         return block_id, _block_combine(reductions, accs, thread_id)
     _launch(blocks, reductions, partials, per_block)
 
+    on_host = [_copy_to_host(p, r.mlir_type) for p, r in zip(partials, reductions)]
+
     def fold_partials(k, accs):
-        return [r.combine(acc, memref.LoadOp(p, [k]).result)
-                for r, acc, p in zip(reductions, accs, partials)]
-
-    def final(block_id, thread_id, grid_size):
-        accs = _plain_fold(thread_id, blocks, const_index(THREADS), reductions, fold_partials)
-        return const_index(MAX_BLOCKS), _block_combine(reductions, accs, thread_id)
-    _launch(const_index(1), reductions, partials, final)
-    return [_read_result(p, r.mlir_type) for p, r in zip(partials, reductions)]
+        return [r.combine(acc, memref.LoadOp(h, [k]).result)
+                for r, acc, h in zip(reductions, accs, on_host)]
+    return _plain_fold(const_index(0), blocks, const_index(1), reductions, fold_partials)
 
 
-def _read_result(partials: ir.Value, element: ir.Type) -> ir.Value:
-    """`partials[MAX_BLOCKS]`, copied into a host stack slot: host code never
+def _copy_to_host(partials: ir.Value, element: ir.Type) -> ir.Value:
+    """`partials` copied whole into a host stack buffer: host code never
     touches `partials` itself, so it can live in device memory, and the copy
-    (one cuMemcpy, ordered after the launches) costs no page fault."""
+    (one cuMemcpy of MAX_BLOCKS values, ordered after the launch) costs no
+    page fault. Slots past `blocks` are copied but never read."""
     with ir.InsertionPoint.at_block_begin(_function_entry(ir.InsertionPoint.current.block)):
-        host = memref.AllocaOp(ir.MemRefType.get([1], element), [], []).result
-    result = memref.SubViewOp(
-        ir.Type.parse(f"memref<1x{element}, strided<[1], offset: {MAX_BLOCKS}>>"), partials,
-        [], [], [], [MAX_BLOCKS], [1], [1]).result
-    memref.CopyOp(result, host)
-    return memref.LoadOp(host, [const_index(0)]).result
+        host = memref.AllocaOp(ir.MemRefType.get([MAX_BLOCKS], element), [], []).result
+    memref.CopyOp(partials, host)
+    return host
 
 
 def _function_entry(block: ir.Block) -> ir.Block:

@@ -41,8 +41,13 @@ _MEMCPY = {"llvm.intr.memcpy", "llvm.intr.memmove"}
 _PURE_PREFIXES = ("llvm.mlir.", "arith.")
 _PURE = _CARRY | _INSPECT | {"llvm.extractvalue", "llvm.icmp", "llvm.trunc", "llvm.zext",
                              "llvm.sext", "llvm.sdiv", "llvm.srem", "llvm.shl", "llvm.lshr",
-                             "llvm.ashr", "llvm.intr.smax", "llvm.intr.smin", "llvm.intr.umax",
-                             "llvm.intr.umin", "llvm.alloca", "gpu.launch_func"}
+                             "llvm.ashr", "llvm.alloca", "gpu.launch_func", "llvm.fadd",
+                             "llvm.fsub", "llvm.fmul", "llvm.fdiv", "llvm.frem", "llvm.fneg",
+                             "llvm.fcmp", "llvm.fpext", "llvm.fptrunc", "llvm.sitofp",
+                             "llvm.uitofp", "llvm.fptosi", "llvm.fptoui"}
+# Intrinsics that touch memory; the others (min, max, fabs, sqrt...) only compute.
+_MEMORY_INTRINSICS = _MEMCPY | {"llvm.intr.memset", "llvm.intr.memcpy.inline",
+                                "llvm.intr.memset.inline", "llvm.intr.prefetch"}
 _ORDERED_CALLS = {_FREE, _ALLOC, "nmg_memcpy", "nmg_alloc_device", "nmg_alloc_managed",
                   "nmg_alloc_managed_on_device"}
 
@@ -270,6 +275,8 @@ def _only_gpu_work_follows(launch) -> bool:
                 return True
             if name in _PURE or name.startswith(_PURE_PREFIXES):
                 continue
+            if name.startswith("llvm.intr.") and name not in _MEMORY_INTRINSICS:
+                continue
             if name == "llvm.call" and callee(op) in _ORDERED_CALLS:
                 continue
             if name in ("llvm.load", "llvm.store") and _on_stack(op):
@@ -280,6 +287,13 @@ def _only_gpu_work_follows(launch) -> bool:
 
 
 def _on_stack(op) -> bool:
+    """Does the load or store address a stack slot (through element offsets)?"""
     address = op.operands[0] if op.name == "llvm.load" else op.operands[1]
-    owner = address.owner
-    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.operation.name == "llvm.alloca"
+    while True:
+        owner = address.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):
+            return False
+        owner = owner.operation
+        if owner.name != "llvm.getelementptr":
+            return owner.name == "llvm.alloca"
+        address = owner.operands[0]
