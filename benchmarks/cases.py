@@ -172,6 +172,8 @@ class Case:
     numpy: Optional[Callable] = None
     cupy: Optional[Callable] = None    # (cp, kernels, device arguments) -> None or result
     cupy_label: str = ""
+    # reductions: CuPy giving the same host scalar our function returns (`.item()`)
+    cupy_to_host: Optional[Callable] = None
     tol: float = 1e-5                  # relative L2 error against the NumPy/float64 reference
     gpu_size: int = 0
     tiny_size: int = 0
@@ -213,10 +215,12 @@ def cases() -> list[Case]:
         Case("sum_f32", array_sum, lambda rng, n: (_f(rng, n, np.float32),),
              work=("bytes", lambda args: args[0].nbytes), numpy=np.sum,
              cupy=lambda cp, k, args: cp.sum(args[0]), cupy_label="cupy.sum",
+             cupy_to_host=lambda cp, k, args: cp.sum(args[0]).item(),
              gpu_size=1 << 26, tiny_size=1000, tol=1e-4),
         Case("max_f32", array_max, lambda rng, n: (_f(rng, n, np.float32),),
              work=("bytes", lambda args: args[0].nbytes), numpy=np.max,
              cupy=lambda cp, k, args: cp.max(args[0]), cupy_label="cupy.max",
+             cupy_to_host=lambda cp, k, args: cp.max(args[0]).item(),
              gpu_size=1 << 26, tiny_size=1000, tol=0.0),
         Case("stencil5_2d", stencil5,
              lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
