@@ -165,3 +165,24 @@ def test_array_expression_on_cupy_arrays_returns_a_cupy_array(cp):
     got = gpu_fn(fused_expression)(*(cp.asarray(h) for h in host))
     assert isinstance(got, cp.ndarray)
     assert_same(got.get(), numba.njit(fused_expression)(*host))
+
+
+def cumsum(a):
+    return np.cumsum(a)
+
+
+def nonzero(a):
+    return np.nonzero(a)
+
+
+def test_scans_of_cupy_arrays_run_as_kernels(cp):
+    rng = np.random.default_rng(4)
+    ints = rng.integers(-1000, 1000, 100_003)
+    got = gpu_fn(cumsum)(cp.asarray(ints))
+    assert isinstance(got, cp.ndarray)
+    np.testing.assert_array_equal(got.get(), np.cumsum(ints))
+    mask = rng.random((301, 333)) > 0.5
+    rows, cols = gpu_fn(nonzero)(cp.asarray(mask))
+    expected = np.nonzero(mask)
+    np.testing.assert_array_equal(rows.get(), expected[0])
+    np.testing.assert_array_equal(cols.get(), expected[1])

@@ -3,7 +3,14 @@ np.ascontiguousarray: differential tests against Numba, with strided inputs."""
 import numpy as np
 import pytest
 
+import numba
+from numba import prange
+
+import numba_mlir_gpu
+from numba_mlir_gpu import inspect_mlir
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+from numba_mlir_gpu.lowering.scans import SCAN_CHUNKS
+from numba_mlir_gpu.memory import DeviceArrayType
 
 from .support import TARGETS, check, ours
 from .test_codegen import compile_only
@@ -215,3 +222,38 @@ def test_cumsum_axis_out_of_bounds():
 def test_compile_only_cumsum():
     compile_only(cumsum, A)
     compile_only(cumsum_axis, A, 1)
+
+
+MANY_CHUNKS = 3 * SCAN_CHUNKS + 17      # full chunks and a short last one
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scans_over_many_chunks(target):
+    check(cumsum, RNG.integers(-1000, 1000, MANY_CHUNKS), target=target)     # exact
+    check(cumsum, RNG.integers(0, 3, (MANY_CHUNKS // 5, 5)).astype(np.int8), target=target)
+    check(cumsum, RNG.random(MANY_CHUNKS), target=target, rtol=1e-12)
+    check(cumprod_method, 1 + RNG.random(MANY_CHUNKS) * 1e-4, target=target, rtol=1e-12)
+    check(nonzero, RNG.random((MANY_CHUNKS // 7, 7)) > 0.3, target=target)
+    check(nonzero, np.zeros(MANY_CHUNKS), target=target)
+
+
+def cumsum_in_prange(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        out[i] = np.cumsum(a[i])[-1]       # inside a parallel body: one scan in order
+    return out
+
+
+def test_scans_inside_a_parallel_body_run_in_order():
+    check(cumsum_in_prange, RNG.random((50, 40)), rtol=1e-12)
+
+
+def test_scans_on_the_gpu_are_kernels():
+    """The passes of a scan are parallel loops (kernels), and nothing of the
+    array is read by host code: a device array is accepted."""
+    lowered = inspect_mlir(compile_only(cumsum, A), stage="lowered")
+    assert lowered.count("gpu.launch_func") == 2
+    assert inspect_mlir(compile_only(nonzero, A > 0), stage="lowered").count("gpu.launch_func") == 2
+    device = DeviceArrayType(numba.float64, 1, "C")
+    for fn in (cumsum, nonzero):
+        numba_mlir_gpu.njit(target="compile-only")(fn).compile((device,))

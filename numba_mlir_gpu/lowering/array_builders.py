@@ -43,7 +43,7 @@ def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
 def numpy_where(lw, args, sig, expr):
     result_ty = types.unliteral(sig.return_type)
     if len(args) == 1:
-        from .reductions import nonzero
+        from .scans import nonzero
         return nonzero(lw, args, sig, expr)
     if len(args) != 3 or not isinstance(result_ty, types.Array):
         raise UnsupportedConstructError(

@@ -51,3 +51,13 @@ def cmpi(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
 
 def cmpf(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result
+
+
+def stack_buffer(count: int, element: ir.Type) -> ir.Value:
+    """A `memref.alloca` of `count` elements in the enclosing function's entry
+    block: a host buffer that a loop around the current point does not grow."""
+    op = ir.InsertionPoint.current.block.owner.operation
+    while op.name != "func.func":
+        op = op.parent.operation
+    with ir.InsertionPoint.at_block_begin(op.regions[0].blocks[0]):
+        return memref.AllocaOp(ir.MemRefType.get([count], element), [], []).result

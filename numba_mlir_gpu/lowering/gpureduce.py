@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .._mlir import arith, func, gpu, ir, memref, scf
-from .build import cmpi, const_index
+from .build import cmpi, const_index, stack_buffer
 
 THREADS = 256
 WARP = 32
@@ -76,17 +76,9 @@ def _copy_to_host(partials: ir.Value, element: ir.Type) -> ir.Value:
     touches `partials` itself, so it can live in device memory, and the copy
     (one cuMemcpy of MAX_BLOCKS values, ordered after the launch) costs no
     page fault. Slots past `blocks` are copied but never read."""
-    with ir.InsertionPoint.at_block_begin(_function_entry(ir.InsertionPoint.current.block)):
-        host = memref.AllocaOp(ir.MemRefType.get([MAX_BLOCKS], element), [], []).result
+    host = stack_buffer(MAX_BLOCKS, element)
     memref.CopyOp(partials, host)
     return host
-
-
-def _function_entry(block: ir.Block) -> ir.Block:
-    op = block.owner.operation
-    while op.name != "func.func":
-        op = op.parent.operation
-    return op.regions[0].blocks[0]
 
 
 def _launch(grid: ir.Value, reductions, partials, body) -> None:

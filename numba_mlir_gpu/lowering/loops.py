@@ -51,6 +51,31 @@ def flat_parallel(total: ir.Value, body: Callable[[ir.Value], None]) -> None:
         scf.ReduceOp([], 0)
 
 
+def chunk_bounds(t: ir.Value, total: ir.Value, chunks: int) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of contiguous chunk `t` of `chunks` over [0, total)."""
+    size = arith.CeilDivUIOp(total, const_index(chunks)).result
+    lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
+    return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
+
+
+def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.Value]:
+    """In parallel, chunk t of [0, total) folds its iterations in order with
+    `step(k, accs)` from the reductions' identities into partial[t]; returns
+    one buffer of `chunks` partials per reduction."""
+    partials = [memref.AllocOp(ir.MemRefType.get([chunks], r.mlir_type), [], []).result
+                for r in reductions]
+
+    def chunk(t):
+        lo, hi = chunk_bounds(t, total, chunks)
+        loop = scf.ForOp(lo, hi, const_index(1), [r.identity_value() for r in reductions])
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
+        for p, value in zip(partials, loop.results):
+            memref.StoreOp(value, p, [t])
+    flat_parallel(const_index(chunks), chunk)
+    return partials
+
+
 def sequential_for(extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """A plain loop nest over `extents`, outermost first."""
     def nest(level: int, indices: list) -> None:

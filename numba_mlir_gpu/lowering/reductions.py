@@ -28,7 +28,7 @@ from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .parfors import Reduction
 from .registry import call_rules, method_rules
-from .values import ArrayValue, TupleValue
+from .values import ArrayValue
 
 
 # -- helpers -------------------------------------------------------------------
@@ -44,7 +44,7 @@ def call_operands(lw, args: list, sig, expr, names: tuple) -> dict:
             if not isinstance(item[1], (types.NoneType, types.Omitted))}
 
 
-def _array_operand(operands: dict, function: str, expr) -> ArrayValue:
+def array_operand(operands: dict, function: str, expr) -> ArrayValue:
     value, ty = operands.get("a", (None, None))
     if not isinstance(value, ArrayValue):
         raise UnsupportedConstructError(f"{function} of {ty}", expr.loc)
@@ -66,7 +66,7 @@ def size_of(array: ArrayValue) -> ir.Value:
     return size
 
 
-def _sequential_fold(extents: list, initial: list, body) -> list:
+def sequential_fold(extents: list, initial: list, body) -> list:
     def nest(level, counters, accs):
         if level == len(extents):
             return body(counters, accs)
@@ -93,7 +93,7 @@ def fold_box(lw, extents: list, reductions: list[Reduction], body) -> list[ir.Va
     """Fold the index box `extents` into `reductions`:
     `body(indices, accumulators) -> accumulators`."""
     if lw.parallel_depth > 0:
-        return _sequential_fold(extents, [r.identity_value() for r in reductions], body)
+        return sequential_fold(extents, [r.identity_value() for r in reductions], body)
     return lw.target.parallel_loop(lw, extents, body, reductions)
 
 
@@ -199,10 +199,10 @@ def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> 
 def _arg_extreme(largest: bool):
     def rule(lw, args, sig, expr):
         operands = call_operands(lw, args, sig, expr, ("a", "axis"))
-        array = _array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
+        array = array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
         result_ty = types.unliteral(sig.return_type)
         if "axis" in operands:
-            axis = _axis_value(lw, operands["axis"], array, expr,
+            axis = axis_value(lw, operands["axis"], array, expr,
                                (ValueError, "axis is out of bounds"))
             if isinstance(result_ty, types.Array):
                 return _axis_arg_extreme(lw, array, axis, result_ty, largest)
@@ -216,7 +216,7 @@ call_rules.register(np.argmax)(_arg_extreme(True))
 
 # -- reductions along an axis ---------------------------------------------------------
 
-def _axis_value(lw, operand, array: ArrayValue, expr, error=None) -> ir.Value:
+def axis_value(lw, operand, array: ArrayValue, expr, error=None) -> ir.Value:
     """The axis as an i64 in [0, ndim), negative values counted from the end;
     an axis out of bounds raises `error` (class, message; by default NumPy's
     AxisError) after the statement (the loops meanwhile use axis 0, so they
@@ -299,12 +299,12 @@ def numpy_sum(lw, args, sig, expr):
     """np.sum / .sum() with `axis=` (and `dtype=`); without an axis Numba's
     parfor pass has already made it a parfor, except in the cases handled here."""
     operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
-    array = _array_operand(operands, "np.sum", expr)
+    array = array_operand(operands, "np.sum", expr)
     result_ty = types.unliteral(sig.return_type)
     if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
         raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)
     if "axis" in operands:
-        axis = _axis_value(lw, operands["axis"], array, expr)
+        axis = axis_value(lw, operands["axis"], array, expr)
         if isinstance(result_ty, types.Array):
             return _sum_along(lw, array, axis, result_ty)
     return _whole_sum(lw, array, result_ty)
@@ -334,91 +334,3 @@ def _any_or_all(is_any: bool):
 for _is_any, _fn in ((True, np.any), (False, np.all)):
     call_rules.register(_fn)(_any_or_all(_is_any))
     method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))
-
-
-# -- nonzero ----------------------------------------------------------------------
-
-def nonzero(lw, args, sig, expr):
-    """np.nonzero(a) / np.where(a) / a.nonzero(): a parallel count of the
-    non-zero elements, then one sequential pass in row-major order writing
-    their indices (host code on the GPU target)."""
-    array = args[0]
-    result_ty = types.unliteral(sig.return_type)
-    if len(args) != 1 or not isinstance(array, ArrayValue) or \
-            not isinstance(result_ty, types.BaseTuple):
-        raise UnsupportedConstructError(f"np.nonzero of {', '.join(map(str, sig.args))}", expr.loc)
-    lw.target.check_element_access(lw, array, expr.loc)
-    dtype = array.type.dtype
-    i64 = ir.IntegerType.get_signless(64)
-    count = Reduction("count", types.int64, operator.add, 0)
-
-    def counted(k, v, accs):
-        return [count.combine(accs[0], arith.ExtUIOp(i64, truth(v, dtype)).result)]
-    (n,) = fold_elements(lw, array, [count], counted)
-    outputs = [allocate(lw, ty, [to_index(n)]) for ty in result_ty.types]
-
-    def write(counters, accs):
-        (position,) = accs
-        nonzero = truth(load_element(array, counters), dtype)
-        branch = scf.IfOp(nonzero, [ir.IndexType.get()], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            for out, counter in zip(outputs, counters):
-                store_element(cast(to_i64(counter), types.int64, out.type.dtype), out, [position])
-            scf.YieldOp([arith.AddIOp(position, const_index(1)).result])
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp([position])
-        return [branch.results[0]]
-    _sequential_fold(shape_of(array), [const_index(0)], write)
-    return TupleValue(outputs, result_ty)
-
-
-call_rules.register(np.nonzero)(nonzero)
-method_rules.register((types.Array, "nonzero"))(nonzero)
-
-
-# -- cumsum / cumprod -----------------------------------------------------------------
-
-def _running(combine_op, identity: int, name: str):
-    """np.cumsum / np.cumprod: over the flattened array, one sequential pass in
-    row-major order (host code on the GPU target); with `axis=` (cumsum), a
-    parallel loop over the lines, each scanned in order."""
-    def rule(lw, args, sig, expr):
-        operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
-        array = _array_operand(operands, f"np.{name}", expr)
-        result_ty = types.unliteral(sig.return_type)
-        acc_ty = result_ty.dtype
-        step = Reduction(name, acc_ty, combine_op, identity)
-        if "axis" in operands:
-            axis = _axis_value(lw, operands["axis"], array, expr, (
-                ValueError, f"axis is out of bounds for array of dimension {array.type.ndim}"))
-        if "axis" in operands and array.type.ndim > 1:
-            line = AxisLines(lw, array, axis)
-            out = allocate(lw, result_ty, shape_of(array))
-
-            def scan(indices):
-                loop = scf.ForOp(const_index(0), line.length, const_index(1),
-                                 [const(acc_ty, identity)])
-                with ir.InsertionPoint(loop.body):
-                    at = line.element(indices, loop.induction_variable)
-                    value = cast(load_element(array, at), array.type.dtype, acc_ty)
-                    total = step.combine(loop.inner_iter_args[0], value)
-                    store_element(total, out, at)
-                    scf.YieldOp([total])
-            parallel_for(lw, line.out_extents, scan)
-            return out
-        lw.target.check_element_access(lw, array, expr.loc)
-        extents = shape_of(array)
-        out = allocate(lw, result_ty, [to_index(size_of(array))])
-
-        def flat_scan(counters, accs):
-            value = cast(load_element(array, counters), array.type.dtype, acc_ty)
-            total = step.combine(accs[0], value)
-            store_element(total, out, [to_index(flat_index(counters, extents))])
-            return [total]
-        _sequential_fold(extents, [const(acc_ty, identity)], flat_scan)
-        return out
-    return rule
-
-
-call_rules.register(np.cumsum)(_running(operator.add, 0, "cumsum"))
-call_rules.register(np.cumprod)(_running(operator.mul, 1, "cumprod"))

@@ -15,7 +15,7 @@ from .argument_writes import overwritten_arguments, written_arguments
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import tree_reduce
-from .loops import copy_elements, delinearize, flat_parallel, product
+from .loops import chunked_partials, copy_elements, delinearize, flat_parallel, product
 from .values import ArrayValue
 
 
@@ -47,7 +47,7 @@ class CPUStrategy:
         parallel: the async runtime does not split loops with scf.reduce)."""
         if reductions:
             total = product(trips)
-            partials = _chunked_partials(total, CPU_REDUCTION_CHUNKS, reductions,
+            partials = chunked_partials(total, CPU_REDUCTION_CHUNKS, reductions,
                                          lambda k, accs: body(delinearize(k, trips), accs))
             return _fold_on_host(partials, CPU_REDUCTION_CHUNKS, reductions)
         n = len(trips)
@@ -157,29 +157,3 @@ def _fold_on_host(partials, count: int, reductions) -> list:
         scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
                      in zip(reductions, loop.inner_iter_args, partials)])
     return list(loop.results)
-
-
-def _worker_partials(workers: int, reductions, span, step) -> list:
-    """Worker t folds the iterations `range(*span(t))` with `step(k, accs)`
-    into partial[t]; returns the partial buffers."""
-    partials = [memref.AllocOp(ir.MemRefType.get([workers], r.mlir_type), [], []).result
-                for r in reductions]
-
-    def worker(t):
-        loop = scf.ForOp(*span(t), [r.identity_value() for r in reductions])
-        with ir.InsertionPoint(loop.body):
-            scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
-        for p, value in zip(partials, loop.results):
-            memref.StoreOp(value, p, [t])
-    flat_parallel(const_index(workers), worker)
-    return partials
-
-
-def _chunked_partials(total, chunks: int, reductions, step) -> list:
-    """Contiguous chunks per worker (CPU caches)."""
-    size = arith.CeilDivUIOp(total, const_index(chunks)).result
-
-    def span(t):
-        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
-        return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result, const_index(1)
-    return _worker_partials(chunks, reductions, span, step)
