@@ -86,6 +86,36 @@ def test_sum_along_an_axis(name, target):
         check(sum_axis_dtype, a, target=target)
 
 
+def max_function(a):
+    return np.max(a)
+
+
+def min_method(a):
+    return a.min()
+
+
+def amax_amin(a):
+    return np.amax(a), np.amin(a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_max_min_whole_array_as_numpy(name, target):
+    # A NaN anywhere is the result, as in NumPy and Numba without parallel=True
+    # (Numba's parfor drops NaNs that are not first).
+    for fn in (max_function, min_method, amax_amin):
+        check(fn, INPUTS[name], target=target, ulps=0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_max_min_of_large_arrays(target):
+    big = np.random.default_rng(5).random(1_000_003)
+    check(amax_amin, big, target=target, ulps=0)
+    big[777_777] = np.nan
+    check(amax_amin, big, target=target, ulps=0)
+    check(amax_amin, np.array([-0.0, 0.0]), target=target, ulps=0)
+
+
 def test_argmin_of_a_large_array_is_the_first_of_ties():
     a = np.zeros(1_000_003)
     a[[5000, 700_000, 999_999]] = -1.0
@@ -98,6 +128,8 @@ def test_argmin_of_a_large_array_is_the_first_of_ties():
     (argmax_method, (np.empty((2, 0)),), "attempt to get argmax of an empty sequence"),
     (argmin_axis, (np.ones((3, 2)), 2), "axis is out of bounds"),
     (sum_axis, (np.ones((3, 2)), -3), "out of bounds"),
+    (max_function, (np.empty(0),), "zero-size array to reduction operation maximum"),
+    (min_method, (np.empty((0, 2)),), "zero-size array to reduction operation minimum"),
 ])
 def test_errors_as_numba(fn, args, error):
     with pytest.raises(ValueError, match=error):

@@ -26,7 +26,7 @@ from .build import cmpf, cmpi, const, const_i64, const_index, select, to_i64, to
 from .casts import cast, truth
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
-from .parfors import Reduction
+from .parfors import NAN_MAX, NAN_MIN, Reduction
 from .registry import call_rules, method_rules
 from .values import ArrayValue
 
@@ -212,6 +212,40 @@ def _arg_extreme(largest: bool):
 
 call_rules.register(np.argmin)(_arg_extreme(False))
 call_rules.register(np.argmax)(_arg_extreme(True))
+
+
+# -- max / min --------------------------------------------------------------------
+
+def _extreme(largest: bool):
+    """np.max/np.min/np.amax/np.amin/.max()/.min() of the whole array: one
+    parallel reduction whose combine lets a NaN win (NumPy's and Numba's
+    serial result); Numba's parallel version folds with Python's max, which
+    drops NaNs that are not first."""
+    name = "maximum" if largest else "minimum"
+
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a",))
+        array = array_operand(operands, f"np.{'max' if largest else 'min'}", expr)
+        if len(args) != 1 or expr.kws:
+            raise UnsupportedConstructError(
+                f"np.{'max' if largest else 'min'} with arguments other than the array "
+                "(Numba supports only the whole array)", expr.loc)
+        lw.errors.raise_if(lw, cmpi("eq", size_of(array), const_i64(0)), lw.errors.code(
+            ValueError, (f"zero-size array to reduction operation {name} which has no identity",)))
+        dtype, comparable = _comparable(array)
+        best = Reduction(name, dtype, NAN_MAX if largest else NAN_MIN,
+                         _extreme_identity(dtype, largest))
+        (result,) = fold_elements(lw, array, [best],
+                                  lambda k, v, accs: [best.combine(accs[0], comparable(v))])
+        return cast(result, dtype, types.unliteral(sig.return_type))
+    return rule
+
+
+for _largest, _functions, _method in ((True, (np.max, np.amax), "max"),
+                                      (False, (np.min, np.amin), "min")):
+    for _fn in _functions:
+        call_rules.register(_fn)(_extreme(_largest))
+    method_rules.register((types.Array, _method))(_extreme(_largest))
 
 
 # -- reductions along an axis ---------------------------------------------------------

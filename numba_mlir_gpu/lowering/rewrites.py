@@ -21,8 +21,10 @@ from numba.misc.special import prange
 from numba.parfors import parfor as numba_parfor
 
 # Lowered by our call rules instead: Numba's versions use IndexValue pairs
-# (argmin/argmax) or leave matrix products to BLAS (dot).
-OWN_IMPLEMENTATIONS = {("argmin", "numpy"), ("argmax", "numpy"), ("dot", "numpy")}
+# (argmin/argmax), leave matrix products to BLAS (dot), or fold with Python's
+# max/min, which lets a NaN through only in first position (max/min/amax/amin).
+OWN_IMPLEMENTATIONS = {("argmin", "numpy"), ("argmax", "numpy"), ("dot", "numpy"),
+                       ("max", "numpy"), ("min", "numpy"), ("amax", "numpy"), ("amin", "numpy")}
 SWAP_FUNCTIONS = {key: impl for key, impl in numba_parfor.swap_functions_map.items()
                   if key not in OWN_IMPLEMENTATIONS}
 
