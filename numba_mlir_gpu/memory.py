@@ -139,9 +139,7 @@ def unbox_device_array(typ, obj, c):
     """Numba's array struct over the device pointer, no meminfo (the caller
     owns the buffer for the duration of the call), parent = the object."""
     context, builder, pyapi = c.context, c.builder, c.pyapi
-    fn = pyapi.unserialize(pyapi.serialize_object(device_fields))
-    fields = pyapi.call_function_objargs(fn, [obj])
-    pyapi.decref(fn)
+    fields = pyapi.call_function_objargs(_unpickled_once(c, device_fields), [obj])
     ary = context.make_array(typ)(context, builder)
     failed = cgutils.is_null(builder, fields)
     with builder.if_then(builder.not_(failed), likely=True):
@@ -164,6 +162,23 @@ def unbox_device_array(typ, obj, c):
                        meminfo=None, parent=obj)
         pyapi.decref(fields)
     return NativeValue(ary._getvalue(), is_error=failed)
+
+
+def _unpickled_once(c, fn):
+    """`fn`, unpickled on the first call in this process and kept in a global
+    of the module (Numba's `unserialize` on every call costs a Python call and
+    a copy of the pickle, per argument, per call)."""
+    builder, pyapi = c.builder, c.pyapi
+    name = f"numba_mlir_gpu_{fn.__name__}"
+    slot = builder.module.globals.get(name)
+    if slot is None:
+        slot = ir.GlobalVariable(builder.module, pyapi.pyobj, name)
+        slot.linkage = "internal"
+        slot.initializer = ir.Constant(pyapi.pyobj, None)
+    with builder.if_then(cgutils.is_null(builder, builder.load(slot)), likely=False):
+        # the reference is kept for the life of the process
+        builder.store(pyapi.unserialize(pyapi.serialize_object(fn)), slot)
+    return builder.load(slot)
 
 
 def _c_strides(builder, shape, itemsize: int) -> list:
