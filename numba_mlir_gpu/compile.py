@@ -13,6 +13,7 @@ from ._mlir import ir
 from .jit import JitFunction, add_allocator, extract_ptx, jit, run_pipeline
 from .lowering import ModuleLowering, strategy_for
 from .lowering.errors import MLIRCompilationError
+from .lowering.fastmath import apply_fastmath, fastmath_flags
 from .lowering.values import ReturnPlan
 from .runtime import cuda
 from .target import TargetChoice, choose_target
@@ -86,6 +87,9 @@ def compile_state(state) -> CompiledFunction:
     name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
     context, module, plan, exceptions = _lower(state, choice, name)
     with context:
+        flags = fastmath_flags(state.flags.fastmath)
+        if flags:
+            apply_fastmath(module, flags)
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
         add_allocator(module, gpu=choice.builds_gpu_code)

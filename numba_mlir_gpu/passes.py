@@ -148,12 +148,15 @@ def ieee_sqrt_in_kernels(module) -> None:
     """math.sqrt -> the llvm.sqrt intrinsic inside GPU modules.
 
     NVVM lowering turns math.sqrt into sqrt.approx (1 ulp off NumPy) and
-    rejects llvm.intr.sqrt; a call of the intrinsic becomes sqrt.rn."""
+    rejects llvm.intr.sqrt; a call of the intrinsic becomes sqrt.rn. Under
+    fastmath with approximate functions allowed, sqrt.approx stays."""
     from ._mlir import ir, llvm
+    from .lowering.fastmath import allows_approximate_functions
     found = []
 
     def visit(op):
-        if op.name == "math.sqrt" and _inside(op, "gpu.module"):
+        if op.name == "math.sqrt" and _inside(op, "gpu.module") \
+                and not allows_approximate_functions(op):
             found.append(op)
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)

@@ -1,0 +1,41 @@
+"""Numba's `fastmath=` option on the MLIR we emit.
+
+Without it every floating-point operation is IEEE-exact on both targets (no
+contraction into FMA, correctly rounded division and sqrt), so GPU results
+match Numba's CPU compilation. With it, each arith and math operation that
+takes fast-math flags gets Numba's flags (`fastmath=True` is `fast`, a set
+such as `{"contract", "arcp"}` is those flags); the LLVM translation passes
+them on: FMA contraction, reciprocal and approximate division, approximate
+sqrt and library functions in kernels, reassociated reductions.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .._mlir import ir
+
+
+def fastmath_flags(option) -> Optional[str]:
+    """Numba's FastMathOptions as the text of an `#arith.fastmath<...>`, or None."""
+    flags = sorted(getattr(option, "flags", ()) or ())
+    return ",".join(flags) or None
+
+
+def apply_fastmath(module: ir.Module, flags: str) -> None:
+    attr = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
+
+    def visit(op):
+        view = op.opview
+        if hasattr(type(view), "fastmath"):
+            view.attributes["fastmath"] = attr
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+
+
+def allows_approximate_functions(op) -> bool:
+    """Has the operation the `afn` (or `fast`) flag?"""
+    if "fastmath" not in op.attributes:
+        return False
+    text = str(op.attributes["fastmath"])          # "#arith.fastmath<nnan,afn>"
+    flags = set(text[text.find("<") + 1:text.rfind(">")].split(","))
+    return bool(flags & {"fast", "afn"})

@@ -1,0 +1,87 @@
+"""Numba's `fastmath=` option: IEEE-exact arithmetic without it (the GPU's
+PTX has no contraction, correctly rounded division and sqrt), Numba's flags
+on every floating-point operation with it."""
+import math
+
+import numba
+import numpy as np
+import pytest
+from numba import prange
+
+import numba_mlir_gpu
+from numba_mlir_gpu import inspect_mlir, inspect_ptx
+
+from .support import TARGETS, assert_same
+
+
+def axpy_ratio(a, x, y, out):
+    for i in prange(x.shape[0]):
+        out[i] = a * x[i] + y[i] / x[i]
+
+
+def roots(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = math.sqrt(x[i])
+
+
+F32 = numba.float32[::1]
+
+
+def ptx_of(fn, fastmath, sig) -> str:
+    f = numba_mlir_gpu.njit(target="compile-only", fastmath=fastmath)(fn)
+    f.compile(sig)
+    return "\n".join(inspect_ptx(f, f.signatures[0]))
+
+
+def instructions(ptx: str) -> set:
+    return {line.split()[0] for line in ptx.splitlines()
+            if line.strip() and line.split()[0][:3] in ("fma", "div", "mul", "add", "sqr")}
+
+
+@pytest.mark.parametrize("fastmath, expected, absent", [
+    (False, {"mul.rn.f32", "add.rn.f32", "div.rn.f32"}, {"fma.rn.f32", "div.approx.f32"}),
+    (True, {"fma.rn.f32", "div.approx.f32"}, {"div.rn.f32"}),
+    ({"contract"}, {"fma.rn.f32", "div.rn.f32"}, {"div.approx.f32"}),
+])
+def test_kernel_arithmetic_follows_the_flags(fastmath, expected, absent):
+    found = instructions(ptx_of(axpy_ratio, fastmath, (numba.float32, F32, F32, F32)))
+    assert expected <= found and not absent & found, found
+
+
+@pytest.mark.parametrize("fastmath, sqrt", [(False, "sqrt.rn.f32"), (True, "sqrt.approx.f32"),
+                                            ({"contract"}, "sqrt.rn.f32")])
+def test_kernel_sqrt_is_ieee_unless_approximate_functions_are_allowed(fastmath, sqrt):
+    found = instructions(ptx_of(roots, fastmath, (F32, F32)))
+    assert {op for op in found if op.startswith("sqrt")} == {sqrt}
+
+
+def test_flags_reach_the_mlir():
+    f = numba_mlir_gpu.njit(target="cpu", fastmath={"nnan", "contract"})(axpy_ratio)
+    x = np.linspace(1, 2, 64)
+    f(2.0, x, x, np.empty_like(x))
+    text = inspect_mlir(f)
+    assert "fastmath<nnan,contract>" in text or "fastmath<contract,nnan>" in text
+    plain = numba_mlir_gpu.njit(target="cpu")(axpy_ratio)
+    plain(2.0, x, x, np.empty_like(x))
+    assert "fastmath<" not in inspect_mlir(plain).replace("fastmath<none>", "")
+
+
+def dot_like(x, y):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i] * y[i] + math.sqrt(x[i]) / y[i]
+    return s
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fastmath_results_close_to_numba_fastmath(target):
+    rng = np.random.default_rng(0)
+    x, y = rng.random(10_000) + 0.5, rng.random(10_000) + 0.5
+    expected = numba.njit(fastmath=True)(dot_like)(x, y)
+    got = numba_mlir_gpu.njit(target=target, fastmath=True)(dot_like)(x, y)
+    assert_same(got, expected, rtol=1e-12)
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    out, ref = np.empty_like(x32), np.empty_like(x32)
+    numba.njit(fastmath=True)(axpy_ratio)(np.float32(2.5), x32, y32, ref)
+    numba_mlir_gpu.njit(target=target, fastmath=True)(axpy_ratio)(np.float32(2.5), x32, y32, out)
+    assert_same(out, ref, rtol=1e-6)
