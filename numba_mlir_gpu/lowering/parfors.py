@@ -22,6 +22,7 @@ from numba.parfors.parfor import Parfor
 from .._mlir import arith, cf, ir, scf
 from .build import cmpf, cmpi, const, const_i64, select, to_i64, to_index
 from .casts import cast
+from .collapse import collapse_perfect_nest
 from .errors import UnsupportedConstructError
 from .function import RegionBlocks, Scope
 from .loops import sequential_for
@@ -211,6 +212,8 @@ class BodyLowering:
 
 
 def lower_parfor(lw, parfor: Parfor) -> None:
+    if lw.parallel_depth == 0:
+        parfor = collapse_perfect_nest(lw, parfor)
     lw.lower_stmts(parfor.init_block.body)
     with lw.ip, lw.location(parfor.loc):
         anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
