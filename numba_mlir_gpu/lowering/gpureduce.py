@@ -10,7 +10,7 @@ on the trip count and results are the same bits on every run:
    butterfly over the warps. Thread 0 writes the block's value to
    `partial[block]`.
 2. The host copies `partial` (one cuMemcpy ordered after the launch) into
-   a stack buffer and folds `partial[0:blocks]` in block order. A second, one-block kernel would cost a dependent launch on
+   a stack buffer and folds `partial[0:blocks]` pairwise in a fixed order. A second, one-block kernel would cost a dependent launch on
    the GPU's timeline; the copy is needed either way.
 
 `blocks` is min(MAX_BLOCKS, ceil(trips / THREADS)), at least 1, so an empty
@@ -63,12 +63,26 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         return block_id, _block_combine(reductions, accs, thread_id)
     _launch(blocks, reductions, partials, per_block)
 
-    on_host = [_copy_to_host(p, r.mlir_type) for p, r in zip(partials, reductions)]
+    return [_pairwise_on_host(_copy_to_host(p, r.mlir_type), blocks, r)
+            for p, r in zip(partials, reductions)]
 
-    def fold_partials(k, accs):
-        return [r.combine(acc, memref.LoadOp(h, [k]).result)
-                for r, acc, h in zip(reductions, accs, on_host)]
-    return _plain_fold(const_index(0), blocks, const_index(1), reductions, fold_partials)
+
+def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
+    """values[0] after folding values[0:count] pairwise in place: each level
+    adds the upper half onto the lower (`v[i] = v[i] + v[i + half]`), so a
+    float sum's rounding error grows with log2(count), not count. count >= 1."""
+    n = count
+    for _ in range(MAX_BLOCKS.bit_length()):          # enough levels for any count
+        half = arith.CeilDivUIOp(n, const_index(2)).result
+        pairs = scf.ForOp(const_index(0), arith.SubIOp(n, half).result, const_index(1))
+        with ir.InsertionPoint(pairs.body):
+            i = pairs.induction_variable
+            upper = memref.LoadOp(values, [arith.AddIOp(i, half).result]).result
+            memref.StoreOp(reduction.combine(memref.LoadOp(values, [i]).result, upper),
+                           values, [i])
+            scf.YieldOp([])
+        n = half
+    return memref.LoadOp(values, [const_index(0)]).result
 
 
 def _copy_to_host(partials: ir.Value, element: ir.Type) -> ir.Value:
