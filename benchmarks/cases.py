@@ -201,6 +201,17 @@ def _saxpy_case(dtype, name):
                 cupy_label="ElementwiseKernel", gpu_size=1 << 26, tiny_size=1000)
 
 
+def _stencil_case(name, fn, notes=""):
+    return Case(name, fn,
+                lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
+                outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+                numpy=np_stencil5,
+                cupy=lambda cp, k, args: k["stencil"](
+                    (((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256,), (256,),
+                    (args[0], args[1], np.int64(args[0].shape[0]), np.int64(args[0].shape[1]))),
+                cupy_label="RawKernel", gpu_size=8192, tiny_size=40, notes=notes)
+
+
 def cases() -> list[Case]:
     return [
         _saxpy_case(np.float32, "elementwise_f32"),
@@ -230,23 +241,8 @@ def cases() -> list[Case]:
              cupy=lambda cp, k, args: cp.max(args[0]), cupy_label="cupy.max",
              cupy_to_host=lambda cp, k, args: cp.max(args[0]).item(),
              gpu_size=1 << 26, tiny_size=1000, tol=0.0),
-        Case("stencil5_2d", stencil5,
-             lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
-             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
-             numpy=np_stencil5,
-             cupy=lambda cp, k, args: k["stencil"](
-                 (((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256,), (256,),
-                 (args[0], args[1], np.int64(args[0].shape[0]), np.int64(args[0].shape[1]))),
-             cupy_label="RawKernel", gpu_size=8192, tiny_size=40),
-        Case("stencil5_nested", stencil5_nested,
-             lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
-             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
-             numpy=np_stencil5,
-             cupy=lambda cp, k, args: k["stencil"](
-                 (((args[0].shape[0] - 2) * (args[0].shape[1] - 2) + 255) // 256,), (256,),
-                 (args[0], args[1], np.int64(args[0].shape[0]), np.int64(args[0].shape[1]))),
-             cupy_label="RawKernel", gpu_size=8192, tiny_size=40,
-             notes="the stencil as two nested pranges"),
+        _stencil_case("stencil5_2d", stencil5),
+        _stencil_case("stencil5_nested", stencil5_nested, "the stencil as two nested pranges"),
         Case("black_scholes", black_scholes,
              lambda rng, n: (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
                              _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30,
