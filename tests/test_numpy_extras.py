@@ -3,8 +3,6 @@ np.ascontiguousarray: differential tests against Numba, with strided inputs."""
 import numpy as np
 import pytest
 
-from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
-
 from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
@@ -55,10 +53,6 @@ def all_method(a):
 
 def contiguous(a):
     return np.ascontiguousarray(a)
-
-
-def fortran(a):
-    return np.asfortranarray(a)
 
 
 RNG = np.random.default_rng(0)
@@ -112,13 +106,6 @@ def test_any_all(target):
 def test_ascontiguousarray(target):
     check(contiguous, np.asfortranarray(A), target=target)
     check(contiguous, A[:, ::2], target=target)
-
-
-def test_fortran_ordered_results_are_refused():
-    with pytest.raises(UnsupportedConstructError, match="F-ordered array"):
-        ours(fortran, "cpu")(A)
-    with pytest.raises(UnsupportedConstructError, match="F-ordered array"):
-        ours(square, "cpu")(np.asfortranarray(A))
 
 
 def test_compile_only():
