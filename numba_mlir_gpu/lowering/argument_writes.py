@@ -170,8 +170,9 @@ _WRITING_NUMPY_FUNCTIONS = {np.copyto, np.fill_diagonal, np.put, np.place, np.pu
                             np.random.shuffle}
 # NumPy functions whose result may be a view of their first argument
 _VIEW_NUMPY_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.expand_dims,
-                         np.asarray, np.ascontiguousarray, np.asfortranarray, np.atleast_1d, np.atleast_2d,
-                         np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to, np.diagonal}
+                         np.asarray, np.ascontiguousarray, np.asfortranarray, np.atleast_1d,
+                         np.atleast_2d, np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to,
+                         np.diagonal}
 
 
 def called_object(func_ir, expr):

@@ -23,7 +23,8 @@ from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
-from .types import flat_types, is_fortran, is_scalar, is_static, param_type, static_value, storage_type
+from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
+                    storage_type)
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
                      TupleValue)
 
