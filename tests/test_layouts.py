@@ -5,6 +5,8 @@ import numba
 import numpy as np
 import pytest
 
+from numba_mlir_gpu import inspect_mlir
+
 from .support import TARGETS, check, ours
 from .test_codegen import all_ptx, compile_only, entries
 
@@ -115,6 +117,22 @@ def write_through(a):
     return b.sum()
 
 
+def filled_then_fortran(n):
+    x = np.empty((n, 3))
+    x[:] = 2.0                  # the copy must see this: not a fresh np.empty any more
+    return np.asfortranarray(x)
+
+
+def fortran_of_empty_temporary(n):
+    return np.asfortranarray(np.empty((n, 3))).shape
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_asfortranarray_of_new_arrays(target):
+    check(filled_then_fortran, 4, target=target, layout=True)
+    check(fortran_of_empty_temporary, 4, target=target)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_asfortranarray_of_a_fortran_array_is_the_array(target):
     assert numba.njit(fortran)(F2) is F2
@@ -171,6 +189,26 @@ def test_fortran_results_used_in_the_same_function(target):
     for flag in (True, False):
         check(branches, F2, F2, flag, target=target, layout=True)
     check(read_in_prange, F2, target=target, layout=True)
+
+
+def test_fortran_result_is_filled_by_the_expression_loop():
+    # Numba allocates it as np.asfortranarray(np.empty(...)): no copy loop of its own
+    fn = ours(fused, "cpu")
+    fn(F2, F2)
+    assert inspect_mlir(fn).count("scf.parallel") == 1
+
+
+def temporaries_in_prange(a):
+    out = np.empty(a.shape[0])
+    for i in numba.prange(a.shape[0]):
+        t = a[i].T * 2.0        # a Fortran-ordered array made in each iteration
+        out[i] = t.sum() + t[1, 2]
+    return out
+
+
+def test_fortran_temporaries_in_prange_on_the_cpu():
+    # the GPU target refuses allocations inside kernels
+    check(temporaries_in_prange, RNG.normal(size=(4, 3, 5)), rtol=1e-12)
 
 
 def test_compile_only():
