@@ -43,6 +43,10 @@ def negate(a):
     return -a
 
 
+def where_clip(a, b):
+    return np.where(a > b, a, 0.5), np.clip(a, -0.5, b)
+
+
 def to_int32(a):
     return a.astype(np.int32)
 
@@ -63,7 +67,7 @@ def test_array_expressions_on_fortran_arrays_are_fortran_ordered(target, name):
     assert a.flags.f_contiguous and not a.flags.c_contiguous
     for fn, args in ((add, (a, b)), (sine, (a,)), (affine, (a,)), (fused, (a, b)),
                      (greater, (a, b)), (negate, (a,)), (to_int32, (a * 10,)),
-                     (to_float32, (a,)), (to_float32, (a > 0,))):
+                     (to_float32, (a,)), (to_float32, (a > 0,)), (where_clip, (a, b))):
         check(fn, *args, target=target, layout=True)
 
 
@@ -213,5 +217,6 @@ def test_fortran_temporaries_in_prange_on_the_cpu():
 
 def test_compile_only():
     for fn, args in ((fused, (F2, F2)), (to_int32, (F3,)), (fortran, (C2,)),
-                     (chained, (F3, F3)), (likes, (F2,))):
+                     (chained, (F3, F3)), (likes, (F2,)), (branches, (F2, F2, True)),
+                     (through_callee, (F2,)), (transposed_result, (C2,))):
         assert entries(all_ptx(compile_only(fn, *args)))
