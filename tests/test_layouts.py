@@ -180,8 +180,13 @@ def tripled(a):
     return a * 3.0
 
 
+@numba.njit
+def passed_through(a):
+    return a
+
+
 def through_callee(a):
-    return tripled(a) + 1.0, tripled(a)
+    return tripled(a) + 1.0, tripled(a), passed_through(a) * 2.0, passed_through(a)
 
 
 @pytest.mark.parametrize("target", TARGETS)

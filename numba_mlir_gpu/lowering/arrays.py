@@ -257,16 +257,21 @@ def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
     mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
     if not is_fortran(ty):
         return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
+    return fortran_array(memref.AllocOp(mty, extents[::-1], []).result, ty, lw.loc)
+
+
+def fortran_array(buffer: ir.Value, ty: types.Array, loc) -> ArrayValue:
+    """The Fortran-ordered array of type `ty` over `buffer`, a C-ordered
+    buffer of the reversed extents (its transpose)."""
     from .views import transpose
-    storage = ArrayValue(memref.AllocOp(mty, extents[::-1], []).result, ty.copy(layout="C"))
-    view = transpose(storage, storage.type, lw.loc, ty)
-    return ArrayValue(view.memref, ty, storage=storage.memref)
+    storage = ArrayValue(buffer, ty.copy(layout="C"))
+    return ArrayValue(transpose(storage, storage.type, loc, ty).memref, ty, storage=buffer)
 
 
 def fortran_storage(lw, array: ArrayValue, ty: types.Array) -> ir.Value:
-    """The C-ordered buffer behind a Fortran-ordered result: the array's own
-    when we allocated it, else that of a Fortran-ordered copy (a view, a
-    callee's result, a variable carried between blocks)."""
+    """The C-ordered buffer behind a Fortran-ordered result, which functions
+    return in its place: the array's own when it has one, else that of a
+    Fortran-ordered copy (a view, an argument, a carried variable)."""
     if array.storage is None:
         array = copy_array(lw, array, ty.copy(readonly=False))
     return array.storage

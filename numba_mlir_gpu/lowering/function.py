@@ -411,7 +411,7 @@ class FunctionLowerer:
             if not isinstance(value, ArrayValue):
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
-            if origins[-1] is None and self.entry and is_fortran(resty):
+            if origins[-1] is None and is_fortran(resty):
                 from .arrays import fortran_storage
                 results.append(fortran_storage(self, value, resty))
             elif origins[-1] is None:    # a new array (or any, from a callee)
