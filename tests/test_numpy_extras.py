@@ -3,6 +3,8 @@ np.ascontiguousarray: differential tests against Numba, with strided inputs."""
 import numpy as np
 import pytest
 
+from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+
 from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
