@@ -18,7 +18,7 @@ from numba.np.arrayobj import populate_array
 
 from .jit import JitFunction, array_destructor_symbol
 from .memory import DeviceArrayType
-from .lowering.types import flat_types, is_static
+from .lowering.types import flat_types, is_fortran, is_static
 from .lowering.values import ReturnPlan
 
 _I8P = llir.IntType(8).as_pointer()
@@ -221,6 +221,8 @@ class EntryCallLower(lowering.Lower):
         shape = [builder.extract_value(desc, (3, i)) for i in range(ty.ndim)]
         strides = [builder.mul(builder.extract_value(desc, (4, i)), llir.Constant(_I64, itemsize))
                    for i in range(ty.ndim)]
+        if is_fortran(ty):       # returned as its C-ordered buffer: transpose it back
+            shape, strides = shape[::-1], strides[::-1]
         ary = context.make_array(ty)(context, builder)
         populate_array(ary, data=data, shape=shape, strides=strides,
                        itemsize=llir.Constant(_I64, itemsize), meminfo=meminfo)

@@ -49,13 +49,27 @@ def assert_same(got, expected, ulps: int = 4, rtol: float | None = None, path="r
         f"{path}: differs by more than {ulps} ulp:\n got {g}\n expected {e}"
 
 
-def check(pyfunc, *args, target: str = "cpu", ulps: int = 4, rtol: float | None = None):
+def assert_same_layout(got, expected, path="result"):
+    """Arrays C- and Fortran-contiguous exactly where Numba's are."""
+    if isinstance(expected, tuple):
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_same_layout(g, e, f"{path}[{i}]")
+    elif isinstance(expected, np.ndarray):
+        layout = [(a.flags.c_contiguous, a.flags.f_contiguous) for a in (got, expected)]
+        assert layout[0] == layout[1], f"{path}: (C, F)-contiguous {layout[0]} != {layout[1]}"
+
+
+def check(pyfunc, *args, target: str = "cpu", ulps: int = 4, rtol: float | None = None,
+          layout: bool = False):
     """Run `pyfunc` through Numba's njit and through ours on copies of the
-    arguments; compare results and the arguments afterwards (in-place writes)."""
+    arguments; compare results (with `layout`, also their memory order) and
+    the arguments afterwards (in-place writes)."""
     ref_args, our_args = copy.deepcopy(args), copy.deepcopy(args)
     expected = numba.njit(pyfunc)(*ref_args)
     got = ours(pyfunc, target)(*our_args)
     assert_same(got, expected, ulps, rtol)
+    if layout:
+        assert_same_layout(got, expected)
     for i, (g, e) in enumerate(zip(our_args, ref_args)):
         if isinstance(e, np.ndarray):
             assert_same(g, e, ulps, rtol, path=f"argument {i} after the call")

@@ -8,7 +8,6 @@ from numba import prange
 
 import numba_mlir_gpu
 from numba_mlir_gpu import inspect_mlir
-from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 from numba_mlir_gpu.lowering.scans import SCAN_CHUNKS
 from numba_mlir_gpu.memory import DeviceArrayType
 
@@ -64,10 +63,6 @@ def contiguous(a):
     return np.ascontiguousarray(a)
 
 
-def fortran(a):
-    return np.asfortranarray(a)
-
-
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=(5, 6))
 WITH_NAN = A.copy()
@@ -119,13 +114,6 @@ def test_any_all(target):
 def test_ascontiguousarray(target):
     check(contiguous, np.asfortranarray(A), target=target)
     check(contiguous, A[:, ::2], target=target)
-
-
-def test_fortran_ordered_results_are_refused():
-    with pytest.raises(UnsupportedConstructError, match="F-ordered array"):
-        ours(fortran, "cpu")(A)
-    with pytest.raises(UnsupportedConstructError, match="F-ordered array"):
-        ours(square, "cpu")(np.asfortranarray(A))
 
 
 def test_compile_only():

@@ -170,11 +170,12 @@ _WRITING_NUMPY_FUNCTIONS = {np.copyto, np.fill_diagonal, np.put, np.place, np.pu
                             np.random.shuffle}
 # NumPy functions whose result may be a view of their first argument
 _VIEW_NUMPY_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.expand_dims,
-                         np.asarray, np.ascontiguousarray, np.atleast_1d, np.atleast_2d,
-                         np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to, np.diagonal}
+                         np.asarray, np.ascontiguousarray, np.asfortranarray, np.atleast_1d,
+                         np.atleast_2d, np.atleast_3d, np.swapaxes, np.moveaxis, np.broadcast_to,
+                         np.diagonal}
 
 
-def _callee(func_ir, expr):
+def called_object(func_ir, expr):
     """The Python object a call's function variable is bound to (a global,
     or an attribute of a global module such as `np.empty_like`), or None."""
     from numba.core.ir_utils import guard
@@ -213,7 +214,7 @@ def _note_expr(func_ir, target: str, expr, alias_of: dict, targets: set) -> None
         targets.add(expr.lhs.name)
         alias_of[target] = expr.lhs.name
     elif expr.op == "call":
-        fn = _callee(func_ir, expr)
+        fn = called_object(func_ir, expr)
         targets.update(arg.name for arg in _writes_arguments(fn, expr))
         if fn is None and expr.func.name in alias_of:     # a method of an array (a.reshape())
             targets.add(expr.func.name)

@@ -1,6 +1,7 @@
 """NumPy functions that build a new array element by element, with NumPy
 broadcasting (elementwise.py): np.where(cond, x, y), a.astype(dtype),
-np.clip(a, lo, hi), and C-ordered copies (np.ascontiguousarray).
+np.clip(a, lo, hi), and layout changes (np.ascontiguousarray,
+np.asfortranarray).
 
 Numba implements these in Python with constructs we do not lower
 (np.broadcast_shapes, np.ndindex); here each is one parallel loop over the
@@ -9,10 +10,14 @@ output (a kernel on the GPU).
 from __future__ import annotations
 
 import numpy as np
+from numba.core import ir as nir
 from numba.core import types
+from numba.core.ir_utils import get_definition, guard
 from numba.np.arrayobj import _as_layout_array_intrinsic
+from numba.np.unsafe.ndarray import empty_inferred
 
-from .arrays import allocate, copy_array, store_element
+from .argument_writes import called_object
+from .arrays import allocate, copy_array, shape_of, store_element
 from .build import select
 from .casts import cast, truth
 from .elementwise import broadcast_element, broadcast_shape
@@ -62,7 +67,7 @@ def numpy_where(lw, args, sig, expr):
 def astype(lw, args, sig, expr):
     source = args[0]
     result_ty = types.unliteral(sig.return_type)
-    if result_ty.layout != "C":
+    if result_ty.layout not in "CF":
         raise UnsupportedConstructError(f".astype() returning {result_ty}", expr.loc)
     fromty = source.type.dtype
     return _elementwise(lw, result_ty, [source],
@@ -107,19 +112,32 @@ def _element_type(ty):
     return ty.dtype if isinstance(ty, types.Array) else ty
 
 
-def _as_layout(lw, args, sig, expr):
-    """Numba's `_as_layout_array_intrinsic(a, 'C')` (np.ascontiguousarray): a
-    new C-ordered array filled by a parallel copy. Fortran-ordered results
-    (np.asfortranarray, array expressions on Fortran-ordered arrays) would be
-    views of a transposed buffer, which buffer deallocation clones through a
-    runtime library we do not load: refused."""
+@call_rules.register(_as_layout_array_intrinsic, np.ascontiguousarray, np.asfortranarray)
+def as_layout(lw, args, sig, expr):
+    """np.ascontiguousarray / np.asfortranarray (Numba's
+    _as_layout_array_intrinsic), as Numba does: the array itself when its type
+    already has the layout asked for (or it is 1-d and contiguous), else a
+    copy in that layout. Numba checks 'A'-layout arrays at run time and may
+    return them as they are; here they are always copied."""
     source = args[0]
-    result_ty = types.unliteral(sig.return_type)
-    if not isinstance(source, ArrayValue) or result_ty.layout != "C":
-        raise UnsupportedConstructError(
-            f"creating a {result_ty.layout}-ordered array ({result_ty}), e.g. np.asfortranarray "
-            "or an array expression on Fortran-ordered arrays", expr.loc)
+    source_ty, result_ty = types.unliteral(sig.args[0]), types.unliteral(sig.return_type)
+    if not isinstance(source, ArrayValue):
+        raise UnsupportedConstructError(f"changing the layout of {source_ty}", expr.loc)
+    if source_ty.layout == result_ty.layout or (source_ty.ndim == 1 and source_ty.layout in "CF"):
+        return source
+    if _fresh_empty(lw, expr.args[0]):
+        return allocate(lw, result_ty, shape_of(source))
     return copy_array(lw, source, result_ty)
 
 
-call_rules.register(_as_layout_array_intrinsic)(_as_layout)
+def _fresh_empty(lw, var) -> bool:
+    """`var` holds an array that np.empty just made and nothing else reads:
+    Numba's parfor pass allocates Fortran-ordered results as
+    np.asfortranarray(np.empty(shape)), where a copy would copy nothing."""
+    definition = guard(get_definition, lw.func_ir, var)
+    if not (isinstance(definition, nir.Expr) and definition.op == "call"
+            and called_object(lw.func_ir, definition) in (np.empty, empty_inferred)):
+        return False
+    mentions = sum(v.name == var.name for block in lw.func_ir.blocks.values()
+                   for stmt in block.body for v in stmt.list_vars())
+    return mentions == 2        # its definition and this call

@@ -15,7 +15,7 @@ from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .registry import attr_rules, call_rules, method_rules
-from .types import memref_type, storage_type
+from .types import is_fortran, memref_type, storage_type
 from .values import ArrayValue, PyValue, TupleValue
 
 
@@ -196,7 +196,7 @@ call_rules.register(get_type_min_value)(_extreme_value(False))
 
 
 @method_rules.register((types.Array, "copy"))
-@call_rules.register(_array_copy_intrinsic, np.copy, np.ascontiguousarray)
+@call_rules.register(_array_copy_intrinsic, np.copy)
 def array_copy(lw, args, sig, expr):
     source = args[0]
     if not isinstance(source, ArrayValue):
@@ -205,7 +205,8 @@ def array_copy(lw, args, sig, expr):
 
 
 def copy_array(lw, source: ArrayValue, result_ty=None) -> ArrayValue:
-    """A new C-contiguous array with the elements of `source`."""
+    """A new array with the elements of `source`, C-ordered unless
+    `result_ty` says otherwise."""
     extents = shape_of(source)
     result = allocate(lw, result_ty or source.type.copy(layout="C", readonly=False), extents)
 
@@ -249,9 +250,31 @@ def _shape_values(shape, loc) -> list[ir.Value]:
 
 
 def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
+    """A new array laid out as Numba's type says: C-ordered, or for a
+    Fortran-ordered `ty` a transposed C-ordered buffer of the reversed
+    extents (column-major strides, as NumPy's order='F')."""
     lw.target.check_allocation(lw, lw.loc)
     mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
-    return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
+    if not is_fortran(ty):
+        return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
+    return fortran_array(memref.AllocOp(mty, extents[::-1], []).result, ty, lw.loc)
+
+
+def fortran_array(buffer: ir.Value, ty: types.Array, loc) -> ArrayValue:
+    """The Fortran-ordered array of type `ty` over `buffer`, a C-ordered
+    buffer of the reversed extents (its transpose)."""
+    from .views import transpose
+    storage = ArrayValue(buffer, ty.copy(layout="C"))
+    return ArrayValue(transpose(storage, storage.type, loc, ty).memref, ty, storage=buffer)
+
+
+def fortran_storage(lw, array: ArrayValue, ty: types.Array) -> ir.Value:
+    """The C-ordered buffer behind a Fortran-ordered result, which functions
+    return in its place: the array's own when it has one, else that of a
+    Fortran-ordered copy (a view, an argument, a carried variable)."""
+    if array.storage is None:
+        array = copy_array(lw, array, ty.copy(readonly=False))
+    return array.storage
 
 
 def fill(lw, array: ArrayValue, value: ir.Value) -> None:

@@ -11,11 +11,12 @@ from typing import Optional
 from numba.core import types
 
 from .._mlir import func, ir, memref
+from .arrays import fortran_array
 from .build import cmpi, const
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, status_type
-from .types import is_scalar, is_static, static_value
+from .types import is_fortran, is_scalar, is_static, static_value
 from .values import ArrayValue, BoundMethod, PyValue, TupleValue
 
 
@@ -84,7 +85,7 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
     status = call.results[0]
     lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
     results = list(call.results[1:])
-    return _rebuild(callee.restype, results)
+    return _rebuild(callee.restype, results, expr.loc)
 
 
 def _receiver(lw, expr):
@@ -118,12 +119,14 @@ def _conform(value: ir.Value, param_type: ir.Type) -> ir.Value:
     return value
 
 
-def _rebuild(ty, results: list):
+def _rebuild(ty, results: list, loc):
     if isinstance(ty, types.BaseTuple):
-        return TupleValue([_rebuild(t, results) for t in ty.types], ty)
+        return TupleValue([_rebuild(t, results, loc) for t in ty.types], ty)
     if is_static(ty):
         return PyValue(static_value(ty))
     value = results.pop(0)
+    if is_fortran(ty):      # returned as its C-ordered buffer, as by the entry
+        return fortran_array(value, ty, loc)
     if isinstance(ty, types.Array):
         return ArrayValue(value, ty)
     return value

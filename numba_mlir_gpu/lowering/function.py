@@ -23,7 +23,8 @@ from .build import const
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
-from .types import flat_types, is_scalar, is_static, param_type, static_value, storage_type
+from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
+                    storage_type)
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
                      TupleValue)
 
@@ -410,7 +411,10 @@ class FunctionLowerer:
             if not isinstance(value, ArrayValue):
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
-            if origins[-1] is None:      # a new array (or any, from a callee)
+            if origins[-1] is None and is_fortran(resty):
+                from .arrays import fortran_storage
+                results.append(fortran_storage(self, value, resty))
+            elif origins[-1] is None:    # a new array (or any, from a callee)
                 if value.view:           # its memory belongs to another array
                     from .arrays import copy_array
                     value = copy_array(self, value)

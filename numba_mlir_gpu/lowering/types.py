@@ -52,6 +52,13 @@ def memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
     return ir.MemRefType.get(shape, element, layout=layout)
 
 
+def is_fortran(ty: types.Type) -> bool:
+    """A Fortran-ordered array of more than one axis. We allocate it as the
+    transpose of a C-ordered buffer of the reversed extents, and the entry
+    returns that buffer, which the wrapper transposes back (wrapper.py)."""
+    return isinstance(ty, types.Array) and ty.layout == "F" and ty.ndim > 1
+
+
 def strided_memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
     """A memref of any layout (dynamic strides and offset): views, and the
     array parameters of functions other than the entry."""

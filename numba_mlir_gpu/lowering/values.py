@@ -19,6 +19,9 @@ class ArrayValue:
     type: types.Array
     origin: Optional[int] = None   # argument index this array is, if any
     view: bool = False             # aliases part of another array (a strided memref)
+    # Fortran-ordered arrays we allocate: the C-ordered buffer of reversed
+    # extents that `memref` transposes (what the entry returns for them)
+    storage: Optional[ir.Value] = None
 
 
 @dataclass
