@@ -1,6 +1,7 @@
 """Array reductions in prange (`acc += arr`, `acc *= arr`), deterministic
-per-chunk private copies (on the GPU: one thread per chunk). Also in-place
-array operators, which they are built on."""
+per-chunk private copies (on the GPU: one block per chunk, its threads
+sharing each iteration's element loops). Also in-place array operators,
+which they are built on."""
 import numpy as np
 import pytest
 from numba import prange
@@ -78,8 +79,62 @@ def test_float_array_reduction_is_deterministic(target):
     fn = ours(shifted_sum, target)
     first = fn(x, w)
     assert all(np.array_equal(fn(x, w), first) for _ in range(3))
-    if target == "gpu":     # the same chunks, folded in the same order, as on the CPU
-        np.testing.assert_array_equal(first, ours(shifted_sum, "cpu")(x, w))
+
+
+def subtract_2d(x, acc0):
+    acc = acc0.copy()
+    for i in prange(x.shape[0]):
+        acc -= x[i]
+    return acc
+
+
+def scale_2d(y, shape):
+    acc = np.ones(shape)
+    for i in prange(y.shape[0]):
+        acc *= y[i]
+    return acc
+
+
+def multiply_ints(y, n):
+    acc = np.arange(1, n + 1)
+    for i in prange(y.shape[0]):
+        acc *= y[i]
+    return acc
+
+
+def with_other_statements(x, y, out):
+    acc = np.zeros(3, np.int32)
+    for i in prange(x.shape[0]):
+        out[i] = 2 * x[i]          # item assignments beside the reduction
+        y[i] = y[i] + 1            # (a read-modify-write happens once)
+        v = x[i] - 3 if x[i] % 2 == 0 else x[i] // 2      # branches in the body
+        acc += v
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 5, 4097, 50_001])
+def test_array_reductions_large_and_tiny_trip_counts(n, target):
+    rng = np.random.default_rng(n)
+    ints = rng.integers(-100, 100, (n, 1)).reshape(n)
+    check(subtract_2d, ints, np.full((3, 40), 7), target=target)                 # exact
+    check(subtract_2d, rng.random(n), rng.random((2, 300)), target=target, rtol=1e-9)
+    check(scale_2d, 1 + rng.random(n) * 1e-4, (3, 5), target=target, rtol=1e-9)
+    check(multiply_ints, rng.integers(-3, 4, n), 9, target=target)              # wraps
+    check(shifted_sum, rng.random(n).astype(np.float32), rng.random(70).astype(np.float32),
+          target=target, rtol=1e-4)
+    x = rng.integers(0, 50, n).astype(np.int32)
+    check(with_other_statements, x, x.copy(), np.zeros(n, np.int32), target=target)
+
+
+def test_gpu_array_reduction_is_one_block_per_chunk():
+    """Compile-only: the chunk kernel synchronises its block's threads and
+    no kernel allocates."""
+    from .test_codegen import all_ptx, compile_only
+    ptx = all_ptx(compile_only(with_other_statements, np.ones(8, np.int32),
+                               np.ones(8, np.int32), np.ones(8, np.int32)))
+    assert "bar.sync" in ptx
+    assert "malloc" not in ptx
 
 
 def test_temporaries_in_a_gpu_array_reduction_are_refused_clearly():

@@ -92,6 +92,15 @@ def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None):
 
 
 def store_item(lw, target_var, index, index_ty, value_var) -> None:
+    if lw.cooperation is not None and lw.cooperation.free:
+        # every thread of the block runs this statement: one stores
+        lw.cooperation.single(lambda: _store_item(lw, target_var, index, index_ty, value_var),
+                              lw)
+        return
+    _store_item(lw, target_var, index, index_ty, value_var)
+
+
+def _store_item(lw, target_var, index, index_ty, value_var) -> None:
     from . import fancy, views
     array = lw.read(target_var)
     if not isinstance(array, ArrayValue):

@@ -31,9 +31,13 @@ def delinearize(flat: ir.Value, extents: Sequence[ir.Value]) -> list[ir.Value]:
 
 def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """Run `body(indices)` over the box `extents` (index values), in parallel
-    unless already inside a parallel region."""
+    unless already inside a parallel region: there, spread over the threads
+    of a block where they cooperate (gpuarrayreduce.py), else sequential."""
     if lw.parallel_depth > 0:
-        sequential_for(extents, body)
+        if lw.cooperation is not None and lw.cooperation.free:
+            lw.cooperation.loop(extents, body)
+        else:
+            sequential_for(extents, body)
         return
     lw.parallel_depth += 1
     try:
