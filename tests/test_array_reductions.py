@@ -66,9 +66,10 @@ def test_integer_array_reductions_are_exact(n, target):
     check(multiply_array, min(n, 20), np.full((2, 3), 2), target=target)
 
 
-def test_float_array_reduction():
+@pytest.mark.parametrize("target", TARGETS)
+def test_float_array_reduction(target):
     rng = np.random.default_rng(0)
-    check(weighted_histogram, rng.random(10_000), rng.random(7), rtol=1e-5)
+    check(weighted_histogram, rng.random(10_000), rng.random(7), rtol=1e-5, target=target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -137,9 +138,74 @@ def test_gpu_array_reduction_is_one_block_per_chunk():
     assert "malloc" not in ptx
 
 
-def test_temporaries_in_a_gpu_array_reduction_are_refused_clearly():
-    with pytest.raises(UnsupportedConstructError, match="allocating arrays inside a GPU kernel"):
-        numba_mlir_gpu.njit(target="compile-only")(weighted_histogram)(np.ones(8), np.ones(3))
+def row_sums(x):
+    acc = np.zeros(x.shape[1], x.dtype)
+    for i in prange(x.shape[0]):
+        acc += x[i]            # a view of a row: copied into a temporary
+    return acc
+
+
+def shaped_like_accumulator(x, y):
+    acc = np.ones((3, 4))
+    for i in prange(x.shape[0]):
+        t = np.ones_like(acc) * x[i]
+        acc -= t * 2 - y[i]
+    return acc
+
+
+def scaled_rows(x, s):
+    acc = np.ones(x.shape[1])
+    for i in prange(x.shape[0]):
+        acc *= x[i] * s + 1
+    return acc
+
+
+def size_depends_on_iteration(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        t = x[: i % 3 + 1].copy()
+        acc += t[-1]
+    return acc
+
+
+def temporary_in_inner_loop(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        for j in range(2):
+            acc += np.ones(3) * (x[i] + j)
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 2, 3001])
+def test_temporaries_in_array_reductions(n, target):
+    rng = np.random.default_rng(n + 7)
+    check(row_sums, rng.integers(-9, 9, (n, 33)), target=target)                 # exact
+    check(row_sums, rng.random((n, 300)).astype(np.float32), target=target, rtol=1e-4)
+    check(shaped_like_accumulator, rng.random(n), rng.random(n), target=target, rtol=1e-9)
+    check(scaled_rows, rng.random((n, 5)), 1e-4, target=target, rtol=1e-9)
+    check(weighted_histogram, rng.random(n), rng.random(7), target=target, rtol=1e-4)
+
+
+def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():
+    from .test_codegen import all_ptx, compile_only
+    for fn, args in [(weighted_histogram, (np.ones(8), np.ones(3))),
+                     (row_sums, (np.ones((4, 3)),)),
+                     (shaped_like_accumulator, (np.ones(4), np.ones(4)))]:
+        ptx = all_ptx(compile_only(fn, *args))
+        assert "bar.sync" in ptx and "malloc" not in ptx
+
+
+@pytest.mark.parametrize("fn, construct", [
+    (size_depends_on_iteration, "whose size depends on the iteration"),
+    (temporary_in_inner_loop, "made in a loop inside the body"),
+])
+def test_unhoistable_gpu_temporaries_are_refused_clearly(fn, construct):
+    with pytest.raises(UnsupportedConstructError) as info:
+        numba_mlir_gpu.njit(target="compile-only")(fn)(np.ones(8))
+    message = str(info.value)
+    assert construct in message and "test_array_reductions.py" in message
+    check(fn, np.arange(8.0))          # the CPU target runs them
 
 
 def test_inplace_operator_in_a_prange_body():

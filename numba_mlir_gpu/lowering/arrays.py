@@ -260,7 +260,10 @@ def _shape_values(shape, loc) -> list[ir.Value]:
 def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
     lw.target.check_allocation(lw, lw.loc)
     mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
-    return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
+    result = memref.AllocOp(mty, extents, []).result
+    if lw.cooperation is not None:
+        lw.cooperation.allocated(result, lw.loc)
+    return ArrayValue(result, ty.copy(layout="C"))
 
 
 def fill(lw, array: ArrayValue, value: ir.Value) -> None:

@@ -29,6 +29,7 @@ from .build import cmpi, const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import _barrier, _declare_barrier_marker
 from .loops import delinearize, product
+from .scratch import hoist_temporaries
 
 # At most this many chunks (blocks); enough to fill an H100/H200 several times.
 MAX_CHUNKS = 4096
@@ -44,6 +45,7 @@ class BlockCooperation:
     def __init__(self, thread: ir.Value, threads: ir.Value):
         self.thread, self.threads = thread, threads
         self.free = True      # False inside a loop of ours: plain code there
+        self.temporaries: list = []     # (memref.alloc result, Numba loc): scratch.py
 
     def loop(self, extents: list, body: Callable[[list], None]) -> None:
         """`body(indices)` over the box `extents`, flat index k on thread
@@ -64,6 +66,14 @@ class BlockCooperation:
             lw.errors.check_pending(lw)     # its checks stay inside the branch
             scf.YieldOp([])
         _barrier()
+
+    def allocated(self, value: ir.Value, loc) -> None:
+        """A temporary array of the body: one per block (scratch.py)."""
+        if not self.free:
+            raise UnsupportedConstructError(
+                "a temporary array made inside an element loop of a prange array reduction "
+                "on the GPU", loc)
+        self.temporaries.append((value, loc))
 
     def _plain(self, emit) -> None:
         self.free = False
@@ -115,6 +125,8 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value,
                 iteration(state, loop.induction_variable)
                 scf.YieldOp([])
             gpu.TerminatorOp()
+        temporaries = lw.cooperation.temporaries
     finally:
         lw.parallel_depth -= 1
         lw.cooperation = outer
+    hoist_temporaries(launch.operation, loop.operation, block, chunks, temporaries)

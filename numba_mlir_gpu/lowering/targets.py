@@ -122,7 +122,8 @@ class GPUStrategy(CPUStrategy):
                 "(host code cannot dereference device memory)", loc)
 
     def check_allocation(self, lw, loc) -> None:
-        if lw.parallel_depth > 0:
+        # in a chunk kernel of an array reduction, temporaries become scratch
+        if lw.parallel_depth > 0 and lw.cooperation is None:
             raise UnsupportedConstructError("allocating arrays inside a GPU kernel", loc)
 
     def parallel_loop(self, lw, trips, body, reductions) -> list:
