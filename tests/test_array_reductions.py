@@ -160,6 +160,13 @@ def scaled_rows(x, s):
     return acc
 
 
+def rows_with_ufuncs(a, v):
+    acc = np.zeros(a.shape[1])
+    for i in prange(a.shape[0]):
+        acc += a[i] * v[i] + np.sqrt(a[i])
+    return acc
+
+
 def size_depends_on_iteration(x):
     acc = np.zeros(3)
     for i in prange(x.shape[0]):
@@ -185,6 +192,7 @@ def test_temporaries_in_array_reductions(n, target):
     check(shaped_like_accumulator, rng.random(n), rng.random(n), target=target, rtol=1e-9)
     check(scaled_rows, rng.random((n, 5)), 1e-4, target=target, rtol=1e-9)
     check(weighted_histogram, rng.random(n), rng.random(7), target=target, rtol=1e-4)
+    check(rows_with_ufuncs, rng.random((n, 6)), rng.random(n), target=target, rtol=1e-9)
 
 
 def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():

@@ -71,8 +71,8 @@ class BlockCooperation:
         """A temporary array of the body: one per block (scratch.py)."""
         if not self.free:
             raise UnsupportedConstructError(
-                "a temporary array made inside an element loop of a prange array reduction "
-                "on the GPU", loc)
+                "a temporary array made inside an element loop or an item assignment of a "
+                "prange array reduction on the GPU", loc)
         self.temporaries.append((value, loc))
 
     def _plain(self, emit) -> None:

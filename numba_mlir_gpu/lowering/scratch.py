@@ -44,8 +44,9 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, block: ir.
                     "prange array reduction on the GPU (kernels cannot allocate)", loc)
             count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
             for extent in ty.shape:
-                extent = next(sized) if extent == ir.ShapedType.get_dynamic_size() \
-                    else const_index(extent)
+                # in a branch not taken, a size may be negative: no slice then
+                extent = arith.MaxSIOp(next(sized), const_index(0)).result \
+                    if extent == ir.ShapedType.get_dynamic_size() else const_index(extent)
                 count = arith.MulIOp(count, extent).result
             total = arith.MulIOp(count, chunks).result
             i8 = ir.IntegerType.get_signless(8)
