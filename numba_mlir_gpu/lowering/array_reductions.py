@@ -25,7 +25,7 @@ from .._mlir import arith, ir, memref, scf
 from .arrays import fill, load_element, shape_of, store_element
 from .build import const_index
 from .errors import UnsupportedConstructError
-from .loops import delinearize, flat_parallel, parallel_for, product
+from .loops import chunk_span, delinearize, flat_parallel, parallel_for, product
 from .parfors import Reduction
 from .types import memref_type
 from .values import ArrayValue
@@ -86,23 +86,24 @@ def lower_array_reductions(lw, parfor, nest, body_for) -> None:
 
 
 def chunked_loop(lw, total: ir.Value, chunks: ir.Value, start, iteration) -> None:
-    """Worker t: `state = start(t)`, then `iteration(state, k)` over chunk t
-    (contiguous chunks of [0, total)), one parallel loop over the workers."""
+    """Worker t runs chunk t (`run_chunk`), one parallel loop over the workers."""
     size = arith.CeilDivUIOp(total, chunks).result
-
-    def worker(t):
-        state = start(t)
-        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
-        hi = arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
-        loop = scf.ForOp(lo, hi, const_index(1))
-        with ir.InsertionPoint(loop.body):
-            iteration(state, loop.induction_variable)
-            scf.YieldOp([])
     lw.parallel_depth += 1
     try:
-        flat_parallel(chunks, worker)
+        flat_parallel(chunks, lambda t: run_chunk(t, size, total, start, iteration))
     finally:
         lw.parallel_depth -= 1
+
+
+def run_chunk(t: ir.Value, size: ir.Value, total: ir.Value, start, iteration) -> ir.Operation:
+    """`state = start(t)`, then `iteration(state, k)` over contiguous chunk t
+    of [0, total); returns the loop."""
+    state = start(t)
+    loop = scf.ForOp(*chunk_span(t, size, total), const_index(1))
+    with ir.InsertionPoint(loop.body):
+        iteration(state, loop.induction_variable)
+        scf.YieldOp([])
+    return loop.operation
 
 
 def _user_name(name: str) -> str:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .._mlir import arith, gpu, ir, memref, scf
+from .._mlir import arith, gpu, ir, scf
+from .array_reductions import run_chunk
 from .build import cmpi, const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import _barrier, _declare_barrier_marker
@@ -117,16 +118,10 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value,
     lw.parallel_depth += 1
     try:
         with ir.InsertionPoint(launch.regions[0].blocks[0]):
-            state = start(block)
-            lo = arith.MinUIOp(arith.MulIOp(block, size).result, total).result
-            hi = arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
-            loop = scf.ForOp(lo, hi, one)
-            with ir.InsertionPoint(loop.body):
-                iteration(state, loop.induction_variable)
-                scf.YieldOp([])
+            loop = run_chunk(block, size, total, start, iteration)
             gpu.TerminatorOp()
         temporaries = lw.cooperation.temporaries
     finally:
         lw.parallel_depth -= 1
         lw.cooperation = outer
-    hoist_temporaries(launch.operation, loop.operation, block, chunks, temporaries)
+    hoist_temporaries(launch.operation, loop, block, chunks, temporaries)

@@ -29,6 +29,12 @@ def delinearize(flat: ir.Value, extents: Sequence[ir.Value]) -> list[ir.Value]:
     return list(reversed(indices))
 
 
+def chunk_span(t: ir.Value, size: ir.Value, total: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of contiguous chunk t of [0, total), chunks of `size`."""
+    lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
+    return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
+
+
 def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """Run `body(indices)` over the box `extents` (index values), in parallel
     unless already inside a parallel region: there, spread over the threads

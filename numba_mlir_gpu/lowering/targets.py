@@ -15,7 +15,7 @@ from .argument_writes import overwritten_arguments, written_arguments
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import tree_reduce
-from .loops import copy_elements, delinearize, flat_parallel, product
+from .loops import chunk_span, copy_elements, delinearize, flat_parallel, product
 from .values import ArrayValue
 
 
@@ -210,6 +210,5 @@ def _chunked_partials(total, chunks: int, reductions, step) -> list:
     size = arith.CeilDivUIOp(total, const_index(chunks)).result
 
     def span(t):
-        lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
-        return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result, const_index(1)
+        return (*chunk_span(t, size, total), const_index(1))
     return _worker_partials(chunks, reductions, span, step)
