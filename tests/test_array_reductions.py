@@ -167,6 +167,20 @@ def rows_with_ufuncs(a, v):
     return acc
 
 
+def matrix_vector_rows(x, b):
+    acc = np.zeros(b.shape[0])
+    for i in prange(x.shape[0]):
+        acc += np.dot(b, x[i])
+    return acc
+
+
+def strided_rows(x):
+    acc = np.zeros((x.shape[1] + 1) // 2, x.dtype)
+    for i in prange(x.shape[0]):
+        acc += np.where(x[i, ::2] > 0, x[i, ::2], 0)
+    return acc
+
+
 def size_depends_on_iteration(x):
     acc = np.zeros(3)
     for i in prange(x.shape[0]):
@@ -193,13 +207,16 @@ def test_temporaries_in_array_reductions(n, target):
     check(scaled_rows, rng.random((n, 5)), 1e-4, target=target, rtol=1e-9)
     check(weighted_histogram, rng.random(n), rng.random(7), target=target, rtol=1e-4)
     check(rows_with_ufuncs, rng.random((n, 6)), rng.random(n), target=target, rtol=1e-9)
+    check(matrix_vector_rows, rng.random((n, 4)), rng.random((3, 4)), target=target, rtol=1e-9)
+    check(strided_rows, rng.integers(-5, 5, (n, 7)), target=target)               # exact
 
 
 def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():
     from .test_codegen import all_ptx, compile_only
     for fn, args in [(weighted_histogram, (np.ones(8), np.ones(3))),
                      (row_sums, (np.ones((4, 3)),)),
-                     (shaped_like_accumulator, (np.ones(4), np.ones(4)))]:
+                     (shaped_like_accumulator, (np.ones(4), np.ones(4))),
+                     (strided_rows, (np.ones((4, 5)),))]:
         ptx = all_ptx(compile_only(fn, *args))
         assert "bar.sync" in ptx and "malloc" not in ptx
 

@@ -8,14 +8,15 @@ allocated before the launch (`memref.view` at byte offset block * bytes, the
 same identity-layout type). That needs its sizes before the launch:
 `HoistedSizes` recomputes them there from the values they derive from
 (captured values, shapes of arrays and views, constants, integer arithmetic,
-the body's scalar variables assigned once). Allocations whose sizes depend
+the body's scalar variables assigned once; a divisor that may be zero is
+replaced by 1 there, as that division would have faulted). Allocations whose sizes depend
 on the iteration, or made in a loop inside the body (two live temporaries
 of one allocation would share a slice), are refused with their source line.
 """
 from __future__ import annotations
 
 from .._mlir import arith, ir, memref
-from .build import const_index
+from .build import cmpi, const_index, select
 from .errors import UnsupportedConstructError
 
 _LOOPS = {"scf.for", "scf.while", "scf.parallel"}
@@ -74,6 +75,8 @@ class HoistedSizes:
         return self.done[value]
 
     def _hoist(self, value: ir.Value):
+        if isinstance(value.owner, ir.Block):
+            return None       # a loop variable or a kernel index
         op = _op(value)
         name = op.name
         if name == "memref.dim":
@@ -89,11 +92,11 @@ class HoistedSizes:
             stored = _only_store(op.operands[0])
             return None if stored is None else self.hoist(stored)
         if name.startswith("arith.") and len(op.regions) == 0 and len(op.results) == 1:
-            if name in _DIVISIONS and not _constant(op.operands[1]):
-                return None     # before the kernel it would run unguarded
             operands = [self.hoist(v) for v in op.operands]
             if any(v is None for v in operands):
                 return None
+            if name in _DIVISIONS and not _constant(operands[1]):
+                operands[1] = _nonzero(operands[1])
             new = op.clone()
             for i, v in enumerate(operands):
                 new.operands[i] = v
@@ -107,6 +110,8 @@ class HoistedSizes:
         shape = ir.MemRefType(array.type).shape
         if shape[axis] != ir.ShapedType.get_dynamic_size():
             return const_index(shape[axis])
+        if isinstance(array.owner, ir.Block):
+            return None
         op = _op(array)
         if op.name == "memref.cast":
             return self.extent(op.operands[0], axis)
@@ -146,6 +151,14 @@ def _constant(value: ir.Value):
     if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
         return None
     return ir.IntegerAttr(owner.operation.attributes["value"]).value
+
+
+def _nonzero(divisor: ir.Value) -> ir.Value:
+    """A divisor made safe to divide by on the host: a zero one would have
+    faulted in the body, where the division may not even run."""
+    zero = arith.ConstantOp(divisor.type, ir.IntegerAttr.get(divisor.type, 0)).result
+    one = arith.ConstantOp(divisor.type, ir.IntegerAttr.get(divisor.type, 1)).result
+    return select(cmpi("eq", divisor, zero), one, divisor)
 
 
 def _result_number(op: ir.Operation, value: ir.Value) -> int:
