@@ -145,6 +145,13 @@ def row_sums(x):
     return acc
 
 
+def broadcast_rows(x):
+    acc = np.zeros((3, x.shape[1]), x.dtype)
+    for i in prange(x.shape[0]):
+        acc += x[i]            # each row's copy read by other threads of the block
+    return acc
+
+
 def shaped_like_accumulator(x, y):
     acc = np.ones((3, 4))
     for i in prange(x.shape[0]):
@@ -202,6 +209,7 @@ def temporary_in_inner_loop(x):
 def test_temporaries_in_array_reductions(n, target):
     rng = np.random.default_rng(n + 7)
     check(row_sums, rng.integers(-9, 9, (n, 33)), target=target)                 # exact
+    check(broadcast_rows, rng.integers(-9, 9, (n, 70)), target=target)
     check(row_sums, rng.random((n, 300)).astype(np.float32), target=target, rtol=1e-4)
     check(shaped_like_accumulator, rng.random(n), rng.random(n), target=target, rtol=1e-9)
     check(scaled_rows, rng.random((n, 5)), 1e-4, target=target, rtol=1e-9)
