@@ -2,6 +2,7 @@
 per-chunk private copies (on the GPU: one block per chunk, its threads
 sharing each iteration's element loops). Also in-place array operators,
 which they are built on."""
+import numba
 import numpy as np
 import pytest
 from numba import prange
@@ -186,6 +187,44 @@ def strided_rows(x):
     for i in prange(x.shape[0]):
         acc += np.where(x[i, ::2] > 0, x[i, ::2], 0)
     return acc
+
+
+@numba.njit
+def _bump(a, i):
+    a[i] += 1
+
+
+@numba.njit
+def _twice_first(a):
+    return a[0] * 2
+
+
+def calls_a_writer(x, counts):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        _bump(counts, i)
+        acc += x[i]
+    return acc
+
+
+def calls_a_reader(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        acc += _twice_first(x[i:])
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_calls_in_array_reductions(target):
+    check(calls_a_reader, np.arange(40.0), target=target)
+    if target == "cpu":
+        check(calls_a_writer, np.arange(40.0), np.zeros(40, np.int64))
+
+
+def test_a_gpu_array_reduction_calling_a_writer_is_refused():
+    """Every thread of the block runs the call: it would write once per thread."""
+    with pytest.raises(UnsupportedConstructError, match="calling _bump, which may write"):
+        numba_mlir_gpu.njit(target="compile-only")(calls_a_writer)(np.ones(4), np.zeros(4))
 
 
 def size_depends_on_iteration(x):

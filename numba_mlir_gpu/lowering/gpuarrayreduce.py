@@ -7,7 +7,8 @@ at the identity). The threads of a block share each iteration
 values in every thread), while the element loops of the array operations
 (`parallel_for`, parfors nested in the body) are spread over the threads,
 with a barrier around each. Item assignments outside those loops are done
-by thread 0 between barriers, so a read-modify-write happens once.
+by thread 0 between barriers, so a read-modify-write happens once; calls of
+functions that may write an array they are given are refused (calls.py).
 
 `chunks` = min(MAX_CHUNKS, trips, PRIVATE_BYTES / bytes of one set of
 copies), at least 1: it depends only on sizes, so the combining order, and
