@@ -2,12 +2,17 @@
 an array defined before the loop), deterministically.
 
 The iteration space is cut into contiguous chunks; each chunk runs on a
-private copy of the array, started at the operator's identity, and a
-parallel loop over the elements then folds the copies into the array in
-chunk order. On the GPU the chunks are the threads of one kernel (each runs
-its chunk sequentially; the copies live in device memory) and the fold is a
-second kernel, so the result is the same bits as on the CPU: correct and
-deterministic, but only CHUNKS-way parallel.
+private copy of the array, started at the operator's identity, and the
+copies are then folded into the array in chunk order (`fold_copies`: groups
+of FOLD_GROUP consecutive copies in parallel, then the groups' values in
+order). The number of chunks is the target's choice and depends only on
+sizes, so results are the same bits on every run:
+
+* CPU: CHUNKS workers of one parallel loop, each running its chunk.
+* GPU (gpuarrayreduce.py): one block per chunk, up to thousands, chosen from
+  the trip count and the accumulators' size; the block's threads share
+  each iteration's element loops. Temporary arrays of the body become
+  per-chunk scratch buffers allocated before the kernel.
 """
 from __future__ import annotations
 
@@ -20,13 +25,15 @@ from .._mlir import arith, ir, memref, scf
 from .arrays import fill, load_element, shape_of, store_element
 from .build import const_index
 from .errors import UnsupportedConstructError
-from .loops import delinearize, flat_parallel, parallel_for, product
+from .loops import chunk_span, delinearize, flat_parallel, parallel_for, product
 from .parfors import Reduction
 from .types import memref_type
 from .values import ArrayValue
 
-# Private copies, each folding one contiguous chunk of the iterations.
+# CPU: private copies, each folding one contiguous chunk of the iterations.
 CHUNKS = 16
+# Consecutive copies folded together in the first step of fold_copies.
+FOLD_GROUP = 64
 
 _OPERATORS = {operator.iadd: operator.add, operator.add: operator.add,
               operator.isub: operator.add, operator.sub: operator.add,
@@ -58,29 +65,45 @@ def lower_array_reductions(lw, parfor, nest, body_for) -> None:
     from .parfors import capture
     captured = capture(lw, parfor, set(nest.vars) | set(names))
     total = product(nest.trips)
-    chunk = arith.CeilDivUIOp(total, const_index(CHUNKS)).result
-    privates = [_private_copies(array) for _, array, _ in reductions]
+    sizes = [product(shape_of(array)) for _, array, _ in reductions]
+    chunks = lw.target.array_reduction_chunks(total, sizes, [
+        red.type.bitwidth // 8 for _, _, red in reductions])
+    privates = [_private_copies(array, chunks) for _, array, _ in reductions]
 
-    def worker(t):
+    def start(t):
         views = {}
         for (name, array, red), private in zip(reductions, privates):
             view = _chunk_view(private, array, t)
             fill(lw, view, red.identity_value())
             views[name] = view
-        lo = arith.MinUIOp(arith.MulIOp(t, chunk).result, total).result
-        hi = arith.MinUIOp(arith.AddIOp(lo, chunk).result, total).result
-        loop = scf.ForOp(lo, hi, const_index(1))
-        with ir.InsertionPoint(loop.body):
-            body = body_for({**captured, **views})
-            body(delinearize(loop.induction_variable, nest.trips), [])
-            scf.YieldOp([])
+        return views
+
+    def iteration(views, k):
+        body_for({**captured, **views})(delinearize(k, nest.trips), [])
+    lw.target.chunked_loop(lw, total, chunks, sizes, start, iteration)
+    for (name, array, red), private in zip(reductions, privates):
+        fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation
+
+
+def chunked_loop(lw, total: ir.Value, chunks: ir.Value, start, iteration) -> None:
+    """Worker t runs chunk t (`run_chunk`), one parallel loop over the workers."""
+    size = arith.CeilDivUIOp(total, chunks).result
     lw.parallel_depth += 1
     try:
-        flat_parallel(const_index(CHUNKS), worker)
+        flat_parallel(chunks, lambda t: run_chunk(t, size, total, start, iteration))
     finally:
         lw.parallel_depth -= 1
-    for (name, array, red), private in zip(reductions, privates):
-        _fold_copies(lw, array, private, red)       # the copies are freed by buffer deallocation
+
+
+def run_chunk(t: ir.Value, size: ir.Value, total: ir.Value, start, iteration) -> ir.Operation:
+    """`state = start(t)`, then `iteration(state, k)` over contiguous chunk t
+    of [0, total); returns the loop."""
+    state = start(t)
+    loop = scf.ForOp(*chunk_span(t, size, total), const_index(1))
+    with ir.InsertionPoint(loop.body):
+        iteration(state, loop.induction_variable)
+        scf.YieldOp([])
+    return loop.operation
 
 
 def _user_name(name: str) -> str:
@@ -88,11 +111,12 @@ def _user_name(name: str) -> str:
     return name if name.startswith("$") else name.partition(".")[0]
 
 
-def _private_copies(array: ArrayValue) -> ir.Value:
-    """A C-ordered buffer of CHUNKS copies of `array`'s shape."""
-    mty = ir.MemRefType.get([CHUNKS] + [ir.ShapedType.get_dynamic_size()] * array.type.ndim,
+def _private_copies(array: ArrayValue, chunks: ir.Value) -> ir.Value:
+    """A C-ordered buffer of `chunks` copies of `array`'s shape."""
+    dynamic = ir.ShapedType.get_dynamic_size()
+    mty = ir.MemRefType.get([dynamic] * (1 + array.type.ndim),
                             ir.MemRefType(array.memref.type).element_type)
-    return memref.AllocOp(mty, shape_of(array), []).result
+    return memref.AllocOp(mty, [chunks] + shape_of(array), []).result
 
 
 def _chunk_view(private: ir.Value, array: ArrayValue, t: ir.Value) -> ArrayValue:
@@ -110,13 +134,30 @@ def _chunk_view(private: ir.Value, array: ArrayValue, t: ir.Value) -> ArrayValue
     return ArrayValue(memref.CastOp(memref_type(ty), view.result).result, ty)
 
 
-def _fold_copies(lw, array: ArrayValue, private: ir.Value, red: Reduction) -> None:
-    """array[idx] = op(array[idx], private[0][idx], ..., private[CHUNKS-1][idx])."""
-    def body(indices):
-        loop = scf.ForOp(const_index(0), const_index(CHUNKS), const_index(1),
-                         [load_element(array, indices)])
+def fold_copies(lw, array: ArrayValue, private: ir.Value, red: Reduction,
+                chunks: ir.Value) -> None:
+    """array[idx] = op(array[idx], private[0][idx], ..., private[chunks-1][idx]),
+    in two parallel steps: each group of FOLD_GROUP consecutive copies into
+    its first copy, then those into `array`, in chunk order."""
+    extents = shape_of(array)
+    group = const_index(FOLD_GROUP)
+
+    def fold_group(indices):
+        first = arith.MulIOp(indices[0], group).result
+        stop = arith.MinUIOp(arith.AddIOp(first, group).result, chunks).result
+        at_first = [first] + indices[1:]
+        loop = scf.ForOp(arith.AddIOp(first, const_index(1)).result, stop, const_index(1),
+                         [memref.LoadOp(private, at_first).result])
+        with ir.InsertionPoint(loop.body):
+            value = memref.LoadOp(private, [loop.induction_variable] + indices[1:]).result
+            scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
+        memref.StoreOp(loop.results[0], private, at_first)
+    parallel_for(lw, [arith.CeilDivUIOp(chunks, group).result] + extents, fold_group)
+
+    def fold_groups(indices):
+        loop = scf.ForOp(const_index(0), chunks, group, [load_element(array, indices)])
         with ir.InsertionPoint(loop.body):
             value = memref.LoadOp(private, [loop.induction_variable] + indices).result
             scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
         store_element(loop.results[0], array, indices)
-    parallel_for(lw, shape_of(array), body)
+    parallel_for(lw, extents, fold_groups)

@@ -92,6 +92,15 @@ def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None):
 
 
 def store_item(lw, target_var, index, index_ty, value_var) -> None:
+    if lw.cooperation is not None and lw.cooperation.free:
+        # every thread of the block runs this statement: one stores
+        lw.cooperation.single(lambda: _store_item(lw, target_var, index, index_ty, value_var),
+                              lw)
+        return
+    _store_item(lw, target_var, index, index_ty, value_var)
+
+
+def _store_item(lw, target_var, index, index_ty, value_var) -> None:
     from . import fancy, views
     array = lw.read(target_var)
     if not isinstance(array, ArrayValue):
@@ -255,9 +264,15 @@ def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
     extents (column-major strides, as NumPy's order='F')."""
     lw.target.check_allocation(lw, lw.loc)
     mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
-    if not is_fortran(ty):
-        return ArrayValue(memref.AllocOp(mty, extents, []).result, ty.copy(layout="C"))
-    return fortran_array(memref.AllocOp(mty, extents[::-1], []).result, ty, lw.loc)
+    if is_fortran(ty):
+        buffer = memref.AllocOp(mty, extents[::-1], []).result
+        array = fortran_array(buffer, ty, lw.loc)
+    else:
+        buffer = memref.AllocOp(mty, extents, []).result
+        array = ArrayValue(buffer, ty.copy(layout="C"))
+    if lw.cooperation is not None:
+        lw.cooperation.allocated(buffer, lw.loc)
+    return array
 
 
 def fortran_array(buffer: ir.Value, ty: types.Array, loc) -> ArrayValue:

@@ -77,6 +77,7 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
         if lw.entry and "inside" not in construct:
             construct += f" (inside {py_func.__module__}.{py_func.__qualname__}, called here)"
         raise UnsupportedConstructError(construct, expr.loc if lw.entry else exc.loc) from None
+    _check_cooperative_call(lw, py_func, argtypes, callee, expr)
     flat: list = []
     for value, ty in zip(args, argtypes):
         _flatten(value, ty, flat, expr)
@@ -86,6 +87,18 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
     lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
     results = list(call.results[1:])
     return _rebuild(callee.restype, results, expr.loc)
+
+
+def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
+    """Every thread of a block runs a call outside the element loops of a GPU
+    array reduction (gpuarrayreduce.py): a callee that writes an array it is
+    given would do so once per thread."""
+    if lw.cooperation is None or not lw.cooperation.free:
+        return
+    if any(i < len(argtypes) and isinstance(argtypes[i], types.Array) for i in callee.written):
+        raise UnsupportedConstructError(
+            f"calling {py_func.__qualname__}, which may write an array it is given, in the body "
+            "of a prange array reduction on the GPU", expr.loc)
 
 
 def _receiver(lw, expr):

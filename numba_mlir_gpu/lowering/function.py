@@ -101,6 +101,7 @@ class FunctionLowerer:
         self.parallel_depth = parallel_depth    # > 0: in a parallel loop body or a kernel
         self.kernel_depth = parallel_depth      # > 0: the whole function runs in a kernel
         self.body_depth = 0                     # > 0: inside a loop body region
+        self.cooperation = None                 # a block's threads share each iteration
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
         self.entry_block: Optional[ir.Block] = None

@@ -29,11 +29,21 @@ def delinearize(flat: ir.Value, extents: Sequence[ir.Value]) -> list[ir.Value]:
     return list(reversed(indices))
 
 
+def chunk_span(t: ir.Value, size: ir.Value, total: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of contiguous chunk t of [0, total), chunks of `size`."""
+    lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
+    return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
+
+
 def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """Run `body(indices)` over the box `extents` (index values), in parallel
-    unless already inside a parallel region."""
+    unless already inside a parallel region: there, spread over the threads
+    of a block where they cooperate (gpuarrayreduce.py), else sequential."""
     if lw.parallel_depth > 0:
-        sequential_for(extents, body)
+        if lw.cooperation is not None and lw.cooperation.free:
+            lw.cooperation.loop(extents, body)
+        else:
+            sequential_for(extents, body)
         return
     lw.parallel_depth += 1
     try:
@@ -53,9 +63,7 @@ def flat_parallel(total: ir.Value, body: Callable[[ir.Value], None]) -> None:
 
 def chunk_bounds(t: ir.Value, total: ir.Value, chunks: int) -> tuple[ir.Value, ir.Value]:
     """[lo, hi) of contiguous chunk `t` of `chunks` over [0, total)."""
-    size = arith.CeilDivUIOp(total, const_index(chunks)).result
-    lo = arith.MinUIOp(arith.MulIOp(t, size).result, total).result
-    return lo, arith.MinUIOp(arith.AddIOp(lo, size).result, total).result
+    return chunk_span(t, arith.CeilDivUIOp(total, const_index(chunks)).result, total)
 
 
 def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.Value]:

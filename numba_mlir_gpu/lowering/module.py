@@ -8,6 +8,7 @@ from numba.core import types
 from numba.core.errors import NumbaError
 
 from .._mlir import ir
+from .argument_writes import written_arguments
 from .errors import UnsupportedConstructError
 from .exceptions import ExceptionTable
 from .frontend import typed_ir
@@ -21,6 +22,7 @@ class Callee:
     argtypes: tuple
     param_types: list        # MLIR types of the flat parameters
     result_types: list       # MLIR types of the results after the status
+    written: frozenset = frozenset()    # the arguments whose elements it may write
 
 
 @dataclass
@@ -64,7 +66,7 @@ class ModuleLowering:
         finally:
             self._in_progress.discard(key)
         callee = Callee(name, state.return_type, tuple(state.args), list(fn_type.inputs),
-                        list(fn_type.results[1:]))
+                        list(fn_type.results[1:]), frozenset(written_arguments(state.func_ir)))
         self.callees[key] = callee
         return callee
 

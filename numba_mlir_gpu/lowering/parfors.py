@@ -228,7 +228,11 @@ def _lower_loop(lw, parfor: Parfor) -> None:
     if lw.parallel_depth > 0:
         # Nested parfors run sequentially inside the enclosing parallel body.
         body = BodyLowering(lw, parfor, nest, [], captured=None)
-        sequential_for(nest.trips, lambda counters: body(counters, []))
+        cooperation = lw.cooperation
+        if cooperation is not None and cooperation.free and not parfor.redvars:
+            cooperation.loop(nest.trips, lambda counters: body(counters, []))
+        else:
+            sequential_for(nest.trips, lambda counters: body(counters, []))
         return
     from .array_reductions import array_reduction_names, lower_array_reductions
     if array_reduction_names(lw, parfor):

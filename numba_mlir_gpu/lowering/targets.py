@@ -64,6 +64,18 @@ class CPUStrategy:
         return list(loop.results)
 
 
+    def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
+        """How many private copies an array reduction (array_reductions.py) uses."""
+        from .array_reductions import CHUNKS
+        return const_index(CHUNKS)
+
+    def chunked_loop(self, lw, total, chunks, sizes: list, start, iteration) -> None:
+        """The chunks of an array reduction: `state = start(t)`, then
+        `iteration(state, k)` over chunk t."""
+        from .array_reductions import chunked_loop
+        chunked_loop(lw, total, chunks, start, iteration)
+
+
 # CPU reductions: chunks folded by the async runtime's workers.
 CPU_REDUCTION_CHUNKS = 64
 
@@ -110,7 +122,8 @@ class GPUStrategy(CPUStrategy):
                 "(host code cannot dereference device memory)", loc)
 
     def check_allocation(self, lw, loc) -> None:
-        if lw.parallel_depth > 0:
+        # in a chunk kernel of an array reduction, temporaries become scratch
+        if lw.parallel_depth > 0 and lw.cooperation is None:
             raise UnsupportedConstructError("allocating arrays inside a GPU kernel", loc)
 
     def parallel_loop(self, lw, trips, body, reductions) -> list:
@@ -120,6 +133,23 @@ class GPUStrategy(CPUStrategy):
             return []
         return tree_reduce(lw.mlower.module, total, reductions,
                            lambda k, accs: body(delinearize(k, trips), accs))
+
+
+    def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
+        from .gpuarrayreduce import chunk_count
+        copy_bytes = const_index(0)
+        for size, itemsize in zip(sizes, itemsizes):
+            copy_bytes = arith.AddIOp(copy_bytes,
+                                      arith.MulIOp(size, const_index(itemsize)).result).result
+        return chunk_count(total, copy_bytes)
+
+    def chunked_loop(self, lw, total, chunks, sizes: list, start, iteration) -> None:
+        """One block per chunk, its threads sharing each iteration."""
+        from .gpuarrayreduce import block_threads, launch_chunks
+        largest = sizes[0]
+        for size in sizes[1:]:
+            largest = arith.MaxUIOp(largest, size).result
+        launch_chunks(lw, total, chunks, block_threads(largest), start, iteration)
 
 
 def _may_miss(lw, stops: list, extents) -> ir.Value:

@@ -1,0 +1,214 @@
+"""Temporary arrays of a chunked GPU loop body as per-chunk scratch buffers.
+
+A kernel cannot allocate. When the body of an array reduction's chunk
+kernel (gpuarrayreduce.py) makes a temporary array (`acc += w * x[i]`), the
+`memref.alloc` is emitted as on the CPU and recorded; once the kernel is
+built, each one is replaced by a slice of a buffer of `chunks` slices
+allocated before the launch (`memref.view` at byte offset block * bytes, the
+same identity-layout type). That needs its sizes before the launch:
+`HoistedSizes` recomputes them there from the values they derive from
+(captured values, shapes of arrays and views, constants, integer arithmetic,
+the body's scalar variables assigned once; a divisor that may be zero is
+replaced by 1 there, as that division would have faulted). Allocations whose sizes depend
+on the iteration, or made in a loop inside the body (two live temporaries
+of one allocation would share a slice), are refused with their source line.
+"""
+from __future__ import annotations
+
+from .._mlir import arith, ir, memref
+from .build import cmpi, const_index, select
+from .errors import UnsupportedConstructError
+
+_LOOPS = {"scf.for", "scf.while", "scf.parallel"}
+_DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi",
+              "arith.ceildivui", "arith.floordivsi"}
+
+
+def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, block: ir.Value,
+                      chunks: ir.Value, temporaries: list) -> None:
+    """Replace each recorded (alloc result, Numba loc) inside `launch` by
+    block `block`'s slice of a buffer allocated before it."""
+    sizes = HoistedSizes(launch)
+    for value, loc in temporaries:
+        alloc = _op(value)
+        if _in_loop(alloc, chunk_loop):
+            raise UnsupportedConstructError(
+                "a temporary array made in a loop inside the body of a prange array reduction "
+                "on the GPU", loc)
+        ty = ir.MemRefType(value.type)
+        dynamic = list(alloc.opview.dynamicSizes)
+        with ir.InsertionPoint(launch), launch.location:
+            outer = [sizes.hoist(v) for v in dynamic]
+            if any(v is None for v in outer):
+                raise UnsupportedConstructError(
+                    "a temporary array whose size depends on the iteration, in the body of a "
+                    "prange array reduction on the GPU (kernels cannot allocate)", loc)
+            count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
+            for extent in ty.shape:
+                # in a branch not taken, a size may be negative: no slice then
+                extent = arith.MaxSIOp(next(sized), const_index(0)).result \
+                    if extent == ir.ShapedType.get_dynamic_size() else const_index(extent)
+                count = arith.MulIOp(count, extent).result
+            total = arith.MulIOp(count, chunks).result
+            i8 = ir.IntegerType.get_signless(8)
+            buffer = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8),
+                                    [total], []).result
+        with ir.InsertionPoint(alloc), alloc.location:
+            shift = arith.MulIOp(block, count).result
+            view = memref.ViewOp(ty, buffer, shift, dynamic).result
+        value.replace_all_uses_with(view)
+        alloc.erase()
+
+
+class HoistedSizes:
+    """Values of a kernel body recomputed before the kernel, or None."""
+
+    def __init__(self, launch: ir.Operation):
+        self.launch = launch
+        self.done: dict = {}
+
+    def hoist(self, value: ir.Value):
+        if not self._inside(value):
+            return value
+        if value not in self.done:
+            self.done[value] = self._hoist(value)
+        return self.done[value]
+
+    def _hoist(self, value: ir.Value):
+        if isinstance(value.owner, ir.Block):
+            return None       # a loop variable or a kernel index
+        op = _op(value)
+        name = op.name
+        if name == "memref.dim":
+            axis = _constant(op.operands[1])
+            return None if axis is None else self.extent(op.operands[0], axis)
+        if name == "memref.extract_strided_metadata":
+            number = _result_number(op, value)
+            rank = ir.MemRefType(op.operands[0].type).rank
+            if 2 <= number < 2 + rank:
+                return self.extent(op.operands[0], number - 2)
+            return None
+        if name == "memref.load" and len(op.operands) == 1:
+            stored = _only_store(op.operands[0])
+            return None if stored is None else self.hoist(stored)
+        if name.startswith("arith.") and len(op.regions) == 0 and len(op.results) == 1:
+            operands = [self.hoist(v) for v in op.operands]
+            if any(v is None for v in operands):
+                return None
+            if name in _DIVISIONS and not _constant(operands[1]):
+                operands[1] = _nonzero(operands[1])
+            new = op.clone()
+            for i, v in enumerate(operands):
+                new.operands[i] = v
+            return new.results[0]
+        return None
+
+    def extent(self, array: ir.Value, axis: int):
+        """Extent `axis` of a memref, before the kernel."""
+        if not self._inside(array):
+            return memref.DimOp(array, const_index(axis)).result
+        shape = ir.MemRefType(array.type).shape
+        if shape[axis] != ir.ShapedType.get_dynamic_size():
+            return const_index(shape[axis])
+        if isinstance(array.owner, ir.Block):
+            return None
+        op = _op(array)
+        if op.name == "memref.cast":
+            return self.extent(op.operands[0], axis)
+        if op.name in ("memref.alloc", "memref.view"):
+            sizes = list(op.opview.dynamicSizes if op.name == "memref.alloc" else op.opview.sizes)
+            return self.hoist(sizes[_dynamic_before(shape, axis)])
+        if op.name in ("memref.subview", "memref.reinterpret_cast"):
+            static = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+            kept = list(range(len(static)))
+            if len(static) > len(shape):          # rank-reducing: unit sizes dropped
+                kept = [i for i, s in enumerate(static) if s != 1]
+                if len(kept) != len(shape):
+                    return None
+            where = kept[axis]
+            dynamic = ir.ShapedType.get_dynamic_size()
+            position = sum(1 for s in static[:where] if s == dynamic)
+            return self.hoist(list(op.opview.sizes)[position])
+        return None
+
+    def _inside(self, value: ir.Value) -> bool:
+        owner = value.owner
+        op = owner.owner if isinstance(owner, ir.Block) else owner
+        op = op.operation
+        while op is not None:
+            if op == self.launch:
+                return True
+            op = op.parent.operation if op.parent is not None else None
+        return False
+
+
+def _op(value: ir.Value) -> ir.Operation:
+    return value.owner.operation
+
+
+def _constant(value: ir.Value):
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.operation.attributes["value"]).value
+
+
+def _nonzero(divisor: ir.Value) -> ir.Value:
+    """A divisor made safe to divide by on the host: a zero one would have
+    faulted in the body, where the division may not even run."""
+    zero = arith.ConstantOp(divisor.type, ir.IntegerAttr.get(divisor.type, 0)).result
+    one = arith.ConstantOp(divisor.type, ir.IntegerAttr.get(divisor.type, 1)).result
+    return select(cmpi("eq", divisor, zero), one, divisor)
+
+
+def _result_number(op: ir.Operation, value: ir.Value) -> int:
+    return list(op.results).index(value)
+
+
+def _dynamic_before(shape: list, axis: int) -> int:
+    return sum(1 for extent in shape[:axis] if extent == ir.ShapedType.get_dynamic_size())
+
+
+def _only_store(slot: ir.Value):
+    """The value stored to a rank-0 stack slot, when one store writes it."""
+    if isinstance(slot.owner, ir.Block) or _op(slot).name != "memref.alloca":
+        return None
+    stores = [use.owner for use in slot.uses if use.owner.operation.name == "memref.store"]
+    if len(stores) != 1 or stores[0].operation.operands[1] != slot:
+        return None
+    return stores[0].operation.operands[0]
+
+
+def _in_loop(op: ir.Operation, chunk_loop: ir.Operation) -> bool:
+    """Can `op` run more than once per iteration of `chunk_loop`?"""
+    while op != chunk_loop:
+        if _in_cycle(op.block):
+            return True
+        op = op.parent.operation
+        if op.name in _LOOPS and op != chunk_loop:
+            return True
+    return False
+
+
+def _in_cycle(block: ir.Block) -> bool:
+    seen, work = set(), list(_successors(block))
+    while work:
+        succ = work.pop()
+        if succ == block:
+            return True
+        if succ not in seen:
+            seen.add(succ)
+            work.extend(_successors(succ))
+    return False
+
+
+def _successors(block: ir.Block) -> list:
+    operations = list(block.operations)
+    return list(operations[-1].operation.successors) if operations else []
+
+
+def _element_bytes(element: ir.Type, loc) -> int:
+    width = getattr(element, "width", None)
+    if not width:
+        raise UnsupportedConstructError(f"a temporary array of {element} in a GPU kernel", loc)
+    return max(1, width // 8)
