@@ -98,7 +98,7 @@ def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
     if any(i < len(argtypes) and isinstance(argtypes[i], types.Array) for i in callee.written):
         raise UnsupportedConstructError(
             f"calling {py_func.__qualname__}, which may write an array it is given, in the body "
-            "of a prange array reduction on the GPU", expr.loc)
+            "of a GPU prange loop run in chunks", expr.loc)
 
 
 def _receiver(lw, expr):

@@ -74,7 +74,7 @@ class BlockCooperation:
         if not self.free:
             raise UnsupportedConstructError(
                 "a temporary array made inside an element loop or an item assignment of a "
-                "prange array reduction on the GPU", loc)
+                "GPU prange loop run in chunks", loc)
         self.temporaries.append((value, loc))
 
     def _plain(self, emit) -> None:

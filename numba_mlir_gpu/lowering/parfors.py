@@ -234,8 +234,12 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         else:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
-    from .array_reductions import array_reduction_names, lower_array_reductions
-    if array_reduction_names(lw, parfor):
+    from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
+    # A GPU kernel cannot allocate: a body that makes arrays runs as the
+    # chunks of an array reduction without accumulators, its temporaries in
+    # per-chunk scratch buffers (gpuarrayreduce.py).
+    if array_reduction_names(lw, parfor) or \
+            (lw.target.gpu and not parfor.redvars and makes_arrays(lw, parfor)):
         lower_array_reductions(lw, parfor, nest,
                                lambda captured: BodyLowering(lw, parfor, nest, [], captured))
         return

@@ -33,8 +33,8 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, block: ir.
         alloc = _op(value)
         if _in_loop(alloc, chunk_loop):
             raise UnsupportedConstructError(
-                "a temporary array made in a loop inside the body of a prange array reduction "
-                "on the GPU", loc)
+                "a temporary array made in a loop inside the body of a GPU prange loop run in "
+                "chunks (one that makes arrays or reduces into an array)", loc)
         ty = ir.MemRefType(value.type)
         dynamic = list(alloc.opview.dynamicSizes)
         with ir.InsertionPoint(launch), launch.location:
@@ -42,7 +42,7 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, block: ir.
             if any(v is None for v in outer):
                 raise UnsupportedConstructError(
                     "a temporary array whose size depends on the iteration, in the body of a "
-                    "prange array reduction on the GPU (kernels cannot allocate)", loc)
+                    "GPU prange loop (kernels cannot allocate)", loc)
             count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
             for extent in ty.shape:
                 # in a branch not taken, a size may be negative: no slice then
