@@ -350,3 +350,41 @@ def test_gpu_prange_bodies_that_make_arrays_are_chunk_kernels():
                      (new_rows, (np.ones((4, 3)), np.zeros((4, 3))))]:
         ptx = all_ptx(compile_only(fn, *args))
         assert "bar.sync" in ptx and "malloc" not in ptx
+
+
+# -- scalar reductions beside array reductions or temporaries -------------------------
+
+def array_and_scalar_reductions(x):
+    acc = np.zeros(x.shape[1])
+    s = 0.0
+    m = -1.0
+    for i in prange(x.shape[0]):
+        acc += x[i]
+        s += x[i, 0]
+        m = max(m, x[i, 1])
+    return acc, s, m
+
+
+def scalar_reduction_of_temporaries(x):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += (x[i] * 2.0).sum()
+    return s
+
+
+def integer_mixed(x):
+    acc = np.zeros(x.shape[1], np.int64)
+    n = 0
+    for i in prange(x.shape[0]):
+        acc += x[i]
+        n += x[i, 0] * x[i, 1]
+    return acc, n
+
+
+@pytest.mark.parametrize("n", [0, 3, 5001])
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_reductions_beside_array_reductions(n, target):
+    rng = np.random.default_rng(9)
+    check(array_and_scalar_reductions, rng.random((n, 5)), target=target, rtol=1e-12)
+    check(scalar_reduction_of_temporaries, rng.random((n, 7)), target=target, rtol=1e-12)
+    check(integer_mixed, rng.integers(-50, 50, (n, 4)), target=target)      # exact

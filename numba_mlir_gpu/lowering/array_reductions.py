@@ -17,13 +17,15 @@ sizes, so results are the same bits on every run:
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
+from typing import Callable
 
 from numba.core import ir as nir
 from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
 from .arrays import fill, load_element, shape_of, store_element
-from .build import const_index
+from .build import const_index, stack_buffer
 from .errors import UnsupportedConstructError
 from .loops import chunk_span, delinearize, flat_parallel, parallel_for, product
 from .parfors import Reduction
@@ -45,30 +47,33 @@ def array_reduction_names(lw, parfor) -> list[str]:
             if isinstance(types.unliteral(lw.typeof(name)), types.Array)]
 
 
-def lower_array_reductions(lw, parfor, nest, body_for) -> None:
-    """`body_for(captured)` makes the BodyLowering of `parfor` with the
-    given captured values; the array reduction variables are rebound to each
-    chunk's private copy."""
-    names = parfor.redvars
+def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reduction],
+                           body_for) -> list[ir.Value]:
+    """`body_for(captured)` makes the BodyLowering of `parfor` (with the
+    scalar reductions `scalars`) for the given captured values; the array
+    reduction variables `names` are rebound to each chunk's private copy.
+    Returns the scalar reductions' values over the loop (each chunk's, folded
+    in chunk order; not yet combined with the value before the loop)."""
     reductions = []
     for name in names:
         ty = types.unliteral(lw.typeof(name))
         op = _OPERATORS.get(parfor.reddict[name].redop)
-        if op is None or not isinstance(ty, types.Array) or \
-                isinstance(ty.dtype, types.Boolean):
+        if op is None or isinstance(ty.dtype, types.Boolean):
             raise UnsupportedConstructError(
-                f"the reduction of '{_user_name(name)}' ({ty}) mixed with others or with an operator "
-                "other than += -= *=", parfor.loc)
+                f"the reduction of '{_user_name(name)}' ({ty}) with an operator other than "
+                "+= -= *=", parfor.loc)
         array = lw.read(nir.Var(None, name, parfor.loc))
         reductions.append((name, array, Reduction(name, ty.dtype, op, 0 if op is operator.add
                                                    else 1)))
     from .parfors import capture
-    captured = capture(lw, parfor, set(nest.vars) | set(names))
+    captured = capture(lw, parfor, set(nest.vars) | set(names) | {r.name for r in scalars})
     total = product(nest.trips)
     sizes = [product(shape_of(array)) for _, array, _ in reductions]
     chunks = lw.target.array_reduction_chunks(total, sizes, [
         red.type.bitwidth // 8 for _, _, red in reductions])
     privates = [_private_copies(array, chunks) for _, array, _ in reductions]
+    partials = [memref.AllocOp(ir.MemRefType.get([MAX_CHUNKS], r.mlir_type), [], []).result
+                for r in scalars]
 
     def start(t):
         views = {}
@@ -78,31 +83,65 @@ def lower_array_reductions(lw, parfor, nest, body_for) -> None:
             views[name] = view
         return views
 
-    def iteration(views, k):
-        body_for({**captured, **views})(delinearize(k, nest.trips), [])
-    lw.target.chunked_loop(lw, total, chunks, sizes, start, iteration)
+    def iteration(views, k, accs):
+        return body_for({**captured, **views})(delinearize(k, nest.trips), accs)
+
+    def finish(t, accs):
+        for partial, acc in zip(partials, accs):
+            memref.StoreOp(acc, partial, [t])
+    lw.target.chunked_loop(lw, total, chunks, sizes,
+                           Chunk(start, iteration, finish, [r.identity_value() for r in scalars]))
     for (name, array, red), private in zip(reductions, privates):
         fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation
+    return [_fold_in_order(partial, chunks, red) for partial, red in zip(partials, scalars)]
 
 
-def chunked_loop(lw, total: ir.Value, chunks: ir.Value, start, iteration) -> None:
+# At most this many chunks on any target (GPU blocks: enough to fill an H100/H200
+# several times).
+MAX_CHUNKS = 4096
+
+
+@dataclass
+class Chunk:
+    """What each chunk runs: `state = start(t)`; `accs = iteration(state, k,
+    accs)` for each k of the chunk, from `initial`; then `finish(t, accs)`."""
+    start: Callable
+    iteration: Callable
+    finish: Callable
+    initial: list
+
+
+def _fold_in_order(partials: ir.Value, chunks: ir.Value, red: Reduction) -> ir.Value:
+    """partial[0] op ... op partial[chunks-1], on the host (copied into a stack
+    buffer first: on the GPU the partials are device memory)."""
+    host = stack_buffer(MAX_CHUNKS, red.mlir_type)
+    memref.CopyOp(partials, host)
+    loop = scf.ForOp(const_index(0), chunks, const_index(1), [red.identity_value()])
+    with ir.InsertionPoint(loop.body):
+        value = memref.LoadOp(host, [loop.induction_variable]).result
+        scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
+    return loop.results[0]
+
+
+def chunked_loop(lw, total: ir.Value, chunks: ir.Value, chunk: Chunk) -> None:
     """Worker t runs chunk t (`run_chunk`), one parallel loop over the workers."""
     size = arith.CeilDivUIOp(total, chunks).result
     lw.parallel_depth += 1
     try:
-        flat_parallel(chunks, lambda t: run_chunk(t, size, total, start, iteration))
+        flat_parallel(chunks, lambda t: run_chunk(t, size, total, chunk))
     finally:
         lw.parallel_depth -= 1
 
 
-def run_chunk(t: ir.Value, size: ir.Value, total: ir.Value, start, iteration) -> ir.Operation:
-    """`state = start(t)`, then `iteration(state, k)` over contiguous chunk t
-    of [0, total); returns the loop."""
-    state = start(t)
-    loop = scf.ForOp(*chunk_span(t, size, total), const_index(1))
+def run_chunk(t: ir.Value, size: ir.Value, total: ir.Value, chunk: Chunk) -> ir.Operation:
+    """Chunk t of [0, total) (contiguous, `size` long) as `chunk` says;
+    returns the loop over its iterations."""
+    state = chunk.start(t)
+    loop = scf.ForOp(*chunk_span(t, size, total), const_index(1), chunk.initial)
     with ir.InsertionPoint(loop.body):
-        iteration(state, loop.induction_variable)
-        scf.YieldOp([])
+        scf.YieldOp(chunk.iteration(state, loop.induction_variable,
+                                    list(loop.inner_iter_args)))
+    chunk.finish(t, list(loop.results))
     return loop.operation
 
 

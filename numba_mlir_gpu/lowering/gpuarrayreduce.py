@@ -26,15 +26,13 @@ from __future__ import annotations
 from typing import Callable
 
 from .._mlir import arith, gpu, ir, scf
-from .array_reductions import run_chunk
+from .array_reductions import MAX_CHUNKS, run_chunk
 from .build import cmpi, const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import _barrier, _declare_barrier_marker
 from .loops import delinearize, product
 from .scratch import hoist_temporaries
 
-# At most this many chunks (blocks); enough to fill an H100/H200 several times.
-MAX_CHUNKS = 4096
 # Memory for the private copies of one loop's accumulators, all chunks together.
 PRIVATE_BYTES = 256 << 20
 WARP = 32
@@ -103,11 +101,10 @@ def block_threads(elements: ir.Value) -> ir.Value:
                          arith.MinUIOp(threads, const_index(MAX_THREADS)).result).result
 
 
-def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value,
-                  start: Callable[[ir.Value], object],
-                  iteration: Callable[[object, ir.Value], None]) -> None:
-    """Block b: `state = start(b)`, then `iteration(state, k)` for each k of
-    chunk b, with the block's threads cooperating."""
+def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> None:
+    """Block b runs chunk b (array_reductions.Chunk), its threads cooperating;
+    every thread holds the same scalar accumulators and stores the same
+    partials."""
     _declare_barrier_marker(lw.mlower.module)
     size = arith.CeilDivUIOp(total, chunks).result
     one = const_index(1)
@@ -119,7 +116,7 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value,
     lw.parallel_depth += 1
     try:
         with ir.InsertionPoint(launch.regions[0].blocks[0]):
-            loop = run_chunk(block, size, total, start, iteration)
+            loop = run_chunk(block, size, total, chunk)
             gpu.TerminatorOp()
         temporaries = lw.cooperation.temporaries
     finally:

@@ -91,9 +91,11 @@ def _called_extremum(lw, nodes):
     return None
 
 
-def reductions_of(lw, parfor: Parfor) -> list[Reduction]:
+def reductions_of(lw, parfor: Parfor, names=None) -> list[Reduction]:
+    """The scalar reductions of `parfor` (of `names`, by default all its
+    reduction variables)."""
     result = []
-    for name in parfor.redvars:
+    for name in parfor.redvars if names is None else names:
         info = parfor.reddict[name]
         ty = types.unliteral(lw.typeof(name))
         op = _COMBINE.get(info.redop)
@@ -235,20 +237,21 @@ def _lower_loop(lw, parfor: Parfor) -> None:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
     from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
-    # A GPU kernel cannot allocate: a body that makes arrays runs as the
-    # chunks of an array reduction without accumulators, its temporaries in
-    # per-chunk scratch buffers (gpuarrayreduce.py).
-    if array_reduction_names(lw, parfor) or \
-            (lw.target.gpu and not parfor.redvars and makes_arrays(lw, parfor)):
-        lower_array_reductions(lw, parfor, nest,
-                               lambda captured: BodyLowering(lw, parfor, nest, [], captured))
-        return
-    reductions = reductions_of(lw, parfor)
-    exclude = set(nest.vars) | {r.name for r in reductions}
-    body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude))
+    # Array reductions run in chunks, on private copies. A GPU kernel cannot
+    # allocate: a body that makes arrays runs the same way (maybe with no
+    # array accumulator), its temporaries in per-chunk scratch buffers.
+    arrays = array_reduction_names(lw, parfor)
+    reductions = reductions_of(lw, parfor, [n for n in parfor.redvars if n not in arrays])
     initial = [lw.read_as(nir.Var(None, r.name, parfor.loc), r.type) for r in reductions]
     for red, value in zip(reductions, initial):
         red.initial = value
-    results = lw.target.parallel_loop(lw, nest.trips, body, reductions)
+    if arrays or (lw.target.gpu and makes_arrays(lw, parfor)):
+        results = lower_array_reductions(
+            lw, parfor, nest, arrays, reductions,
+            lambda captured: BodyLowering(lw, parfor, nest, reductions, captured))
+    else:
+        exclude = set(nest.vars) | {r.name for r in reductions}
+        body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude))
+        results = lw.target.parallel_loop(lw, nest.trips, body, reductions)
     for red, before, result in zip(reductions, initial, results):
         lw.write(red.name, red.combine(before, result), red.type)

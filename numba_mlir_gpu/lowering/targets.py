@@ -69,11 +69,10 @@ class CPUStrategy:
         from .array_reductions import CHUNKS
         return const_index(CHUNKS)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, start, iteration) -> None:
-        """The chunks of an array reduction: `state = start(t)`, then
-        `iteration(state, k)` over chunk t."""
+    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> None:
+        """The chunks of an array reduction (array_reductions.Chunk)."""
         from .array_reductions import chunked_loop
-        chunked_loop(lw, total, chunks, start, iteration)
+        chunked_loop(lw, total, chunks, chunk)
 
 
 # CPU reductions: chunks folded by the async runtime's workers.
@@ -143,13 +142,13 @@ class GPUStrategy(CPUStrategy):
                                       arith.MulIOp(size, const_index(itemsize)).result).result
         return chunk_count(total, copy_bytes)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, start, iteration) -> None:
+    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> None:
         """One block per chunk, its threads sharing each iteration."""
         from .gpuarrayreduce import block_threads, launch_chunks
         largest = const_index(1)        # no accumulators (a body that makes arrays): one warp
         for size in sizes:
             largest = arith.MaxUIOp(largest, size).result
-        launch_chunks(lw, total, chunks, block_threads(largest), start, iteration)
+        launch_chunks(lw, total, chunks, block_threads(largest), chunk)
 
 
 def _may_miss(lw, stops: list, extents) -> ir.Value:
