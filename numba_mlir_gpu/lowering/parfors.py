@@ -236,16 +236,18 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         else:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
-    from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
-    # Array reductions run in chunks, on private copies. A GPU kernel cannot
-    # allocate: a body that makes arrays runs the same way (maybe with no
-    # array accumulator), its temporaries in per-chunk scratch buffers.
+    from .array_reductions import array_reduction_names, lower_array_reductions
     arrays = array_reduction_names(lw, parfor)
     reductions = reductions_of(lw, parfor, [n for n in parfor.redvars if n not in arrays])
+    if arrays and reductions and lw.target.gpu:
+        # not yet verified on a GPU (the chunk kernels' scalar accumulators)
+        raise UnsupportedConstructError(
+            "array and scalar reductions in one prange loop on the GPU target", parfor.loc)
     initial = [lw.read_as(nir.Var(None, r.name, parfor.loc), r.type) for r in reductions]
     for red, value in zip(reductions, initial):
         red.initial = value
-    if arrays or (lw.target.gpu and makes_arrays(lw, parfor)):
+    if arrays:
+        # in chunks, on private copies of the arrays (array_reductions.py)
         results = lower_array_reductions(
             lw, parfor, nest, arrays, reductions,
             lambda captured: BodyLowering(lw, parfor, nest, reductions, captured))
