@@ -3,10 +3,12 @@
 Numba keeps a prange nested in another as a parfor inside the outer
 parfor's body, and runs it sequentially there; on a GPU that leaves one
 thread per outer iteration. When the outer body is nothing but the inner
-parfor and scalar statements that do not depend on the outer index (the
-inner loop's bounds, constants), those statements move before the loop and
-the two loop nests become one, so every (i, j) is a thread. prange promises
-independent iterations, so the results are those of the nested loops.
+parfor and scalar statements (the inner loop's bounds, constants, copies of
+the outer index), those that read the outer index move into the inner body,
+the others before the loop, and the two loop nests become one, so every
+(i, j) is a thread. The inner bounds must not depend on the outer index (a
+triangular nest stays nested). prange promises independent iterations, so
+the results are those of the nested loops.
 """
 from __future__ import annotations
 
@@ -40,8 +42,9 @@ def collapse_perfect_nest(lw, parfor: Parfor) -> Parfor:
             return parfor
         merged = _copy(parfor)
         merged.init_block = nir.Block(parfor.init_block.scope, parfor.init_block.loc)
+        moved = {id(stmt) for stmt in per_iteration}
         merged.init_block.body = parfor.init_block.body + [
-            stmt for stmt in between if stmt not in per_iteration]
+            stmt for stmt in between if id(stmt) not in moved]
         merged.loop_nests = parfor.loop_nests + inner.loop_nests
         merged.loop_body = dict(inner.loop_body)
         entry = min(merged.loop_body)
