@@ -8,6 +8,7 @@ import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
 from .support import assert_same
+from .test_numpy_extras import cumsum, nonzero
 from .test_prange import sum_reduction
 
 pytestmark = pytest.mark.gpu
@@ -166,13 +167,6 @@ def test_array_expression_on_cupy_arrays_returns_a_cupy_array(cp):
     assert isinstance(got, cp.ndarray)
     assert_same(got.get(), numba.njit(fused_expression)(*host))
 
-
-def cumsum(a):
-    return np.cumsum(a)
-
-
-def nonzero(a):
-    return np.nonzero(a)
 
 
 def test_scans_of_cupy_arrays_run_as_kernels(cp):

@@ -25,9 +25,9 @@ from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
 from .arrays import fill, load_element, shape_of, store_element
-from .build import const_index, stack_buffer
+from .build import const_index, stack_copy
 from .errors import UnsupportedConstructError
-from .loops import chunk_span, delinearize, flat_parallel, parallel_for, product
+from .loops import chunk_span, delinearize, flat_parallel, fold_in_order, parallel_for, product
 from .parfors import Reduction
 from .types import memref_type
 from .values import ArrayValue
@@ -93,7 +93,8 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
                            Chunk(start, iteration, finish, [r.identity_value() for r in scalars]))
     for (name, array, red), private in zip(reductions, privates):
         fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation
-    return [_fold_in_order(partial, chunks, red) for partial, red in zip(partials, scalars)]
+    # folded on the host, in chunk order
+    return fold_in_order([stack_copy(p) for p in partials], chunks, scalars)
 
 
 # At most this many chunks on any target (GPU blocks: enough to fill an H100/H200
@@ -109,18 +110,6 @@ class Chunk:
     iteration: Callable
     finish: Callable
     initial: list
-
-
-def _fold_in_order(partials: ir.Value, chunks: ir.Value, red: Reduction) -> ir.Value:
-    """partial[0] op ... op partial[chunks-1], on the host (copied into a stack
-    buffer first: on the GPU the partials are device memory)."""
-    host = stack_buffer(MAX_CHUNKS, red.mlir_type)
-    memref.CopyOp(partials, host)
-    loop = scf.ForOp(const_index(0), chunks, const_index(1), [red.identity_value()])
-    with ir.InsertionPoint(loop.body):
-        value = memref.LoadOp(host, [loop.induction_variable]).result
-        scf.YieldOp([red.combine(loop.inner_iter_args[0], value)])
-    return loop.results[0]
 
 
 def chunked_loop(lw, total: ir.Value, chunks: ir.Value, chunk: Chunk) -> None:

@@ -53,11 +53,16 @@ def cmpf(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result
 
 
-def stack_buffer(count: int, element: ir.Type) -> ir.Value:
-    """A `memref.alloca` of `count` elements in the enclosing function's entry
-    block: a host buffer that a loop around the current point does not grow."""
+def stack_copy(buffer: ir.Value) -> ir.Value:
+    """`buffer` (a static-shaped memref) copied whole into a `memref.alloca` of
+    its type in the enclosing function's entry block (so a loop around the
+    current point does not grow the stack). Host code then reads the copy, so
+    `buffer` can stay device memory: on the GPU the copy is one cuMemcpy,
+    ordered after the launches (runtime/placement.py), and costs no page fault."""
     op = ir.InsertionPoint.current.block.owner.operation
     while op.name != "func.func":
         op = op.parent.operation
     with ir.InsertionPoint.at_block_begin(op.regions[0].blocks[0]):
-        return memref.AllocaOp(ir.MemRefType.get([count], element), [], []).result
+        host = memref.AllocaOp(ir.MemRefType(buffer.type), [], []).result
+    memref.CopyOp(buffer, host)
+    return host

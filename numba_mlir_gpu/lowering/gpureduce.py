@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .._mlir import arith, func, gpu, ir, memref, scf
-from .build import cmpi, const_index, stack_buffer
+from .build import cmpi, const_index, stack_copy
 
 THREADS = 256
 WARP = 32
@@ -63,8 +63,8 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         return block_id, _block_combine(reductions, accs, thread_id)
     _launch(blocks, reductions, partials, per_block)
 
-    return [_pairwise_on_host(_copy_to_host(p, r.mlir_type), blocks, r)
-            for p, r in zip(partials, reductions)]
+    # all MAX_BLOCKS slots are copied; those past `blocks` are never read
+    return [_pairwise_on_host(stack_copy(p), blocks, r) for p, r in zip(partials, reductions)]
 
 
 def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
@@ -83,16 +83,6 @@ def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
             scf.YieldOp([])
         n = half
     return memref.LoadOp(values, [const_index(0)]).result
-
-
-def _copy_to_host(partials: ir.Value, element: ir.Type) -> ir.Value:
-    """`partials` copied whole into a host stack buffer: host code never
-    touches `partials` itself, so it can live in device memory, and the copy
-    (one cuMemcpy of MAX_BLOCKS values, ordered after the launch) costs no
-    page fault. Slots past `blocks` are copied but never read."""
-    host = stack_buffer(MAX_BLOCKS, element)
-    memref.CopyOp(partials, host)
-    return host
 
 
 def _launch(grid: ir.Value, reductions, partials, body) -> None:

@@ -84,6 +84,18 @@ def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.
     return partials
 
 
+def fold_in_order(partials: list[ir.Value], count: ir.Value, reductions) -> list[ir.Value]:
+    """partial[0] op ... op partial[count - 1] for each reduction's buffer,
+    from the identities, in this order (a host loop when emitted there)."""
+    loop = scf.ForOp(const_index(0), count, const_index(1),
+                     [r.identity_value() for r in reductions])
+    with ir.InsertionPoint(loop.body):
+        j = loop.induction_variable
+        scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
+                     in zip(reductions, loop.inner_iter_args, partials)])
+    return list(loop.results)
+
+
 def sequential_for(extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """A plain loop nest over `extents`, outermost first."""
     def nest(level: int, indices: list) -> None:

@@ -25,7 +25,7 @@ from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
 from .arrays import allocate, load_element, shape_of, store_element
-from .build import const_i64, const_index, stack_buffer, to_i64, to_index
+from .build import const_i64, const_index, stack_copy, to_i64, to_index
 from .casts import cast, truth
 from .errors import UnsupportedConstructError
 from .loops import chunk_bounds, chunked_partials, delinearize, flat_parallel, parallel_for, product
@@ -47,8 +47,7 @@ class ChunkedScan:
                  fold: Callable[[ir.Value, list], list]):
         self.total = total
         (partials,) = chunked_partials(total, SCAN_CHUNKS, [reduction], fold)
-        host = stack_buffer(SCAN_CHUNKS, reduction.mlir_type)
-        memref.CopyOp(partials, host)
+        host = stack_copy(partials)
         loop = scf.ForOp(const_index(0), const_index(SCAN_CHUNKS), const_index(1),
                          [reduction.identity_value()])
         with ir.InsertionPoint(loop.body):

@@ -15,7 +15,8 @@ from .argument_writes import overwritten_arguments, written_arguments
 from .build import const_index
 from .errors import UnsupportedConstructError
 from .gpureduce import tree_reduce
-from .loops import chunked_partials, copy_elements, delinearize, flat_parallel, product
+from .loops import (chunked_partials, copy_elements, delinearize, flat_parallel, fold_in_order,
+                    product)
 from .values import ArrayValue
 
 
@@ -49,7 +50,7 @@ class CPUStrategy:
             total = product(trips)
             partials = chunked_partials(total, CPU_REDUCTION_CHUNKS, reductions,
                                          lambda k, accs: body(delinearize(k, trips), accs))
-            return _fold_on_host(partials, CPU_REDUCTION_CHUNKS, reductions)
+            return fold_in_order(partials, const_index(CPU_REDUCTION_CHUNKS), reductions)
         n = len(trips)
         loop = scf.ParallelOp([r.mlir_type for r in reductions], [const_index(0)] * n, trips,
                               [const_index(1)] * n, [r.identity_value() for r in reductions])
@@ -175,14 +176,3 @@ def _copy(src, dst, extents, contiguous: bool) -> None:
         memref.CopyOp(src, dst)
         return
     copy_elements(src, dst, extents)
-
-
-def _fold_on_host(partials, count: int, reductions) -> list:
-    """The last few partial values, folded in order on the host."""
-    loop = scf.ForOp(const_index(0), const_index(count), const_index(1),
-                     [r.identity_value() for r in reductions])
-    with ir.InsertionPoint(loop.body):
-        j = loop.induction_variable
-        scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
-                     in zip(reductions, loop.inner_iter_args, partials)])
-    return list(loop.results)
