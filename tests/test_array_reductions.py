@@ -311,7 +311,48 @@ def test_inplace_array_operators(target):
     check(inplace_operators, a.astype(np.float32), np.float32(0.5), target=target)
 
 
-# -- scalar reductions beside array reductions (CPU; refused on the GPU for now) --------
+# -- prange bodies that make arrays, without array reductions ------------------------
+# On the GPU they run as the chunks of an array reduction without accumulators:
+# one block per chunk, the temporaries in per-chunk scratch buffers.
+
+def row_temporaries(x, out):
+    for i in prange(x.shape[0]):
+        row = x[i] * 2.0 + 1.0
+        out[i] = row.sum() + row[0]
+
+
+def fancy_row_gather(x, idx, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i][idx].sum()
+
+
+def new_rows(x, out):
+    for i in prange(x.shape[0]):
+        t = np.empty(x.shape[1])
+        for j in range(x.shape[1]):
+            t[j] = x[i, j] * j
+        out[i, :] = t[::-1]
+
+
+@pytest.mark.parametrize("n", [0, 3, 5001])
+@pytest.mark.parametrize("target", TARGETS)
+def test_prange_bodies_that_make_arrays(n, target):
+    rng = np.random.default_rng(8)
+    x = rng.random((n, 17))
+    check(row_temporaries, x, np.zeros(n), target=target, rtol=1e-12)
+    check(fancy_row_gather, x, np.array([1, 4, 4, 16]), np.zeros(n), target=target, rtol=1e-12)
+    check(new_rows, x, np.zeros((n, 17)), target=target)
+
+
+def test_gpu_prange_bodies_that_make_arrays_are_chunk_kernels():
+    from .test_codegen import all_ptx, compile_only
+    for fn, args in [(row_temporaries, (np.ones((4, 3)), np.zeros(4))),
+                     (new_rows, (np.ones((4, 3)), np.zeros((4, 3))))]:
+        ptx = all_ptx(compile_only(fn, *args))
+        assert "bar.sync" in ptx and "malloc" not in ptx
+
+
+# -- scalar reductions beside array reductions or temporaries -------------------------
 
 def array_and_scalar_reductions(x):
     acc = np.zeros(x.shape[1])
@@ -341,13 +382,9 @@ def integer_mixed(x):
 
 
 @pytest.mark.parametrize("n", [0, 3, 5001])
-def test_scalar_reductions_beside_array_reductions(n):
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_reductions_beside_array_reductions(n, target):
     rng = np.random.default_rng(9)
-    check(array_and_scalar_reductions, rng.random((n, 5)), rtol=1e-12)
-    check(scalar_reduction_of_temporaries, rng.random((n, 7)), rtol=1e-12)
-    check(integer_mixed, rng.integers(-50, 50, (n, 4)))      # exact
-
-
-def test_array_and_scalar_reductions_together_are_refused_on_the_gpu():
-    with pytest.raises(UnsupportedConstructError, match="array and scalar reductions"):
-        numba_mlir_gpu.njit(target="compile-only")(integer_mixed)(np.ones((4, 3), np.int64))
+    check(array_and_scalar_reductions, rng.random((n, 5)), target=target, rtol=1e-12)
+    check(scalar_reduction_of_temporaries, rng.random((n, 7)), target=target, rtol=1e-12)
+    check(integer_mixed, rng.integers(-50, 50, (n, 4)), target=target)      # exact

@@ -134,6 +134,36 @@ def run_chunk(t: ir.Value, size: ir.Value, total: ir.Value, chunk: Chunk) -> ir.
     return loop.operation
 
 
+# Expressions whose array results are new arrays (not views of others).
+_MAKING_OPS = {"call", "binop", "unary", "arrayexpr"}
+
+
+def makes_arrays(lw, parfor) -> bool:
+    """Does the body (nested parfors included) make a new array? Views
+    (slices, `.T`) do not; fancy indexing does."""
+    from numba.parfors.parfor import Parfor
+    blocks = list(parfor.loop_body.values())
+    while blocks:
+        for stmt in blocks.pop().body:
+            if isinstance(stmt, Parfor):
+                blocks += list(stmt.loop_body.values()) + [stmt.init_block]
+                continue
+            if not isinstance(stmt, nir.Assign) or not isinstance(stmt.value, nir.Expr) or \
+                    not isinstance(types.unliteral(lw.typeof(stmt.target.name)), types.Array):
+                continue
+            op = stmt.value.op
+            if op in _MAKING_OPS or (op == "getitem" and isinstance(
+                    lw.typeof(stmt.value.index.name), (types.Array, types.BaseTuple))
+                    and _fancy(lw.typeof(stmt.value.index.name))):
+                return True
+    return False
+
+
+def _fancy(index_type) -> bool:
+    items = index_type.types if isinstance(index_type, types.BaseTuple) else [index_type]
+    return any(isinstance(t, types.Array) for t in items)
+
+
 def _user_name(name: str) -> str:
     """The source variable of an SSA-versioned name ('acc.2' -> 'acc')."""
     return name if name.startswith("$") else name.partition(".")[0]

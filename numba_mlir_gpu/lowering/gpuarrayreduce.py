@@ -102,9 +102,9 @@ def block_threads(elements: ir.Value) -> ir.Value:
 
 
 def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> None:
-    """Block b runs chunk b (array_reductions.Chunk), its threads cooperating.
-    (parfors.py refuses scalar reductions beside array reductions on the
-    GPU: the chunk's scalar accumulators are not verified here yet.)"""
+    """Block b runs chunk b (array_reductions.Chunk), its threads cooperating;
+    every thread holds the same scalar accumulators and stores the same
+    partials."""
     _declare_barrier_marker(lw.mlower.module)
     size = arith.CeilDivUIOp(total, chunks).result
     one = const_index(1)

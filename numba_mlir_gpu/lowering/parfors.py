@@ -158,6 +158,25 @@ def _names_in(parfor: Parfor) -> set:
     return names
 
 
+def _carries_values(parfor: Parfor) -> bool:
+    """Does an iteration read a value an earlier one wrote, or leave one for
+    after the loop? Numba fills `redvars` for outermost parfors only; in a
+    nested one (the `acc` of a `row.sum()` in a prange body) it shows as an
+    assignment to one of its `params` (variables live on entry) or `races`."""
+    params = getattr(parfor, "params", None)
+    if params is None:
+        return True
+    carried = set(params) | set(parfor.races)
+    blocks = list(parfor.loop_body.values())
+    while blocks:
+        for stmt in blocks.pop().body:
+            if isinstance(stmt, Parfor):
+                blocks += list(stmt.loop_body.values()) + [stmt.init_block]
+            elif isinstance(stmt, nir.Assign) and stmt.target.name in carried:
+                return True
+    return False
+
+
 def capture(lw, parfor: Parfor, exclude: set) -> dict:
     """Values of the outer variables the body may read, loaded before the loop."""
     captured = {}
@@ -231,23 +250,21 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         # Nested parfors run sequentially inside the enclosing parallel body.
         body = BodyLowering(lw, parfor, nest, [], captured=None)
         cooperation = lw.cooperation
-        if cooperation is not None and cooperation.free and not parfor.redvars:
+        if cooperation is not None and cooperation.free and not _carries_values(parfor):
             cooperation.loop(nest.trips, lambda counters: body(counters, []))
         else:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
-    from .array_reductions import array_reduction_names, lower_array_reductions
+    from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
+    # Array reductions run in chunks, on private copies. A GPU kernel cannot
+    # allocate: a body that makes arrays runs the same way (maybe with no
+    # array accumulator), its temporaries in per-chunk scratch buffers.
     arrays = array_reduction_names(lw, parfor)
     reductions = reductions_of(lw, parfor, [n for n in parfor.redvars if n not in arrays])
-    if arrays and reductions and lw.target.gpu:
-        # not yet verified on a GPU (the chunk kernels' scalar accumulators)
-        raise UnsupportedConstructError(
-            "array and scalar reductions in one prange loop on the GPU target", parfor.loc)
     initial = [lw.read_as(nir.Var(None, r.name, parfor.loc), r.type) for r in reductions]
     for red, value in zip(reductions, initial):
         red.initial = value
-    if arrays:
-        # in chunks, on private copies of the arrays (array_reductions.py)
+    if arrays or (lw.target.gpu and makes_arrays(lw, parfor)):
         results = lower_array_reductions(
             lw, parfor, nest, arrays, reductions,
             lambda captured: BodyLowering(lw, parfor, nest, reductions, captured))

@@ -146,8 +146,8 @@ class GPUStrategy(CPUStrategy):
     def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> None:
         """One block per chunk, its threads sharing each iteration."""
         from .gpuarrayreduce import block_threads, launch_chunks
-        largest = sizes[0]
-        for size in sizes[1:]:
+        largest = const_index(1)        # no accumulators (a body that makes arrays): one warp
+        for size in sizes:
             largest = arith.MaxUIOp(largest, size).result
         launch_chunks(lw, total, chunks, block_threads(largest), chunk)
 
