@@ -163,3 +163,45 @@ def test_cuda_array_interface_objects_are_typed_as_device_arrays():
         fn(np.float32(3), np.arange(8, dtype=np.float32))
     numpy_text = inspect_mlir(fn, fn.signatures[-1])
     assert "memref.copy" in numpy_text                               # a host array is copied
+
+
+class _Pointer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def _cupy_like_class():
+    """A class that memory.py takes for CuPy's ndarray (by name and module),
+    with the attributes of CuPy's that typing and unboxing read."""
+    def __init__(self, array):
+        self.array, self.dtype, self.ndim = array, array.dtype, array.ndim
+        self._c_contiguous = array.flags.c_contiguous
+        self.data, self.shape, self.strides = _Pointer(array.ctypes.data), array.shape, array.strides
+
+    cuda_array_interface = property(lambda self: {
+        "shape": self.shape, "typestr": self.dtype.str, "strides": self.strides,
+        "data": (self.data.ptr, False), "version": 3})
+    return type("ndarray", (), {"__module__": "cupy", "__init__": __init__,
+                                "__cuda_array_interface__": cuda_array_interface})
+
+
+def rows_and_stride(x):
+    return x.shape[0] * 1000 + x.strides[0]
+
+
+def test_dispatcher_types_cupy_like_arrays_as_numba_typeof_does():
+    """The dispatcher's fast path for CuPy arguments (memory.py) answers what
+    `numba.typeof` answers, layout included, so a strided view after a
+    contiguous array of the same dtype and rank is a new signature."""
+    import numba
+    from numba_mlir_gpu.memory import DeviceArrayType
+    cupy_like = _cupy_like_class()
+    base = np.arange(24, dtype=np.float64)
+    arrays = [cupy_like(base), cupy_like(base[::3]), cupy_like(base.astype(np.int32)),
+              cupy_like(base.reshape(4, 6)), cupy_like(base.reshape(4, 6)[:, ::2])]
+    fn = numba.njit(rows_and_stride)
+    for x in arrays + arrays:
+        assert isinstance(numba.typeof(x), DeviceArrayType)
+        assert fn.typeof_pyval(x) is numba.typeof(x)
+        assert fn(x) == x.shape[0] * 1000 + x.strides[0]
+    assert len(fn.signatures) == len(arrays)

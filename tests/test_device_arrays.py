@@ -180,3 +180,25 @@ def test_scans_of_cupy_arrays_run_as_kernels(cp):
     expected = np.nonzero(mask)
     np.testing.assert_array_equal(rows.get(), expected[0])
     np.testing.assert_array_equal(cols.get(), expected[1])
+
+
+def test_dispatcher_types_cupy_arrays_like_numba_typeof(cp):
+    """The dispatcher's fast path for CuPy arguments (memory.py) gives the type
+    `numba.typeof` gives, for each layout, dtype and rank, on first and later calls."""
+    f = gpu_fn(lambda x: x.ndim)
+    arrays = [cp.ones(8, dtype=cp.float32), cp.ones(8, dtype=cp.int64), cp.ones((4, 6))[:, ::2],
+              cp.ones((4, 6)), cp.ones((4, 6), order="F"), cp.ones(3)[::-1]]
+    for x in arrays + arrays:
+        assert f.typeof_pyval(x) is numba.typeof(x)
+        assert f(x) == x.ndim
+    assert {str(s[0]) for s in f.signatures} == {str(numba.typeof(x)) for x in arrays}
+
+
+def test_strided_cupy_view_after_contiguous_call(cp):
+    """A strided view of the dtype and rank already compiled contiguously
+    is a new signature, not the contiguous code."""
+    x = cp.arange(20, dtype=cp.float64)
+    f = gpu_fn(scaled_copy)
+    np.testing.assert_array_equal(f(2.0, x).get(), 2.0 * np.arange(20))
+    np.testing.assert_array_equal(f(2.0, x[::3]).get(), 2.0 * np.arange(20)[::3])
+    assert len(f.signatures) == 2
