@@ -312,3 +312,56 @@ def test_copies_of_views_need_no_runtime_library(target):
         pass
     lowered = inspect_mlir(fn, fn.signatures[0], stage="lowered")
     assert "memrefCopy" not in lowered
+
+
+# -- views assigned inside prange bodies (overlap.py) ----------------------------------
+# A GPU kernel cannot copy a view before assigning it: disjoint memory, or the
+# destination itself, is read in place; a partial overlap raises at run time.
+
+def copy_reversed_rows(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i, ::-1]
+
+
+def add_one_into_rows(x, out):
+    for i in prange(x.shape[0]):
+        np.add(x[i], 1.0, out[i])
+
+
+def rows_onto_themselves(x):
+    for i in prange(x.shape[0]):
+        x[i] = x[i]
+    return x
+
+
+def reverse_rows_in_place(x):
+    for i in prange(x.shape[0]):
+        x[i] = x[i, ::-1]
+    return x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_assigned_in_prange_bodies(target):
+    x = np.random.default_rng(5).random((33, 7))
+    check(copy_reversed_rows, x, np.zeros((33, 7)), target=target)
+    check(add_one_into_rows, x, np.zeros((33, 7)), target=target)
+    check(rows_onto_themselves, x, target=target)
+    check(copy_reversed_rows, np.zeros((0, 3)), np.zeros((0, 3)), target=target)
+
+
+def test_overlapping_view_assigned_in_prange_body_cpu():
+    check(reverse_rows_in_place, np.arange(20.0).reshape(4, 5), target="cpu")
+
+
+@pytest.mark.gpu
+def test_overlapping_view_assigned_in_a_gpu_kernel_raises():
+    with pytest.raises(NotImplementedError, match="partly overlaps"):
+        ours(reverse_rows_in_place, "gpu")(np.arange(20.0).reshape(4, 5))
+
+
+def test_views_assigned_in_gpu_kernels_are_not_copied():
+    from .test_codegen import all_ptx, compile_only
+    x = np.ones((4, 3))
+    for fn, args in [(copy_reversed_rows, (x, x.copy())), (reverse_rows_in_place, (x,))]:
+        ptx = all_ptx(compile_only(fn, *args))
+        assert "malloc" not in ptx and ".entry" in ptx

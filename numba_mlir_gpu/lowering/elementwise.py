@@ -24,6 +24,7 @@ from .build import cmpi, const_index, dim, select
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
+from .overlap import read_source
 from .registry import binop_rules, call_rules, unary_rules
 from .values import ArrayValue
 
@@ -130,21 +131,13 @@ def elementwise(lw, ufunc, operands: list, operand_types: list, out: ArrayValue,
         lw.errors.raise_if(lw, grows, lw.errors.code(
             ValueError, ("non-broadcastable output operand",)))
     element_types = [t.dtype if isinstance(t, types.Array) else t for t in operand_types]
-    sources = [_copy_if_aliased(lw, o, out) for o in operands]
+    sources = [read_source(lw, o, out) for o in operands]
 
     def body(indices):
         values = [broadcast_element(o, indices) for o in sources]
         result, ty = scalar_ufunc(lw, ufunc, values, element_types, expr)
         store_element(cast(result, ty, out.type.dtype), out, indices)
     parallel_for(lw, own, body)
-
-
-def _copy_if_aliased(lw, operand, out: ArrayValue):
-    """A view read while `out` is written may overlap it: read a copy."""
-    from .arrays import copy_array
-    if isinstance(operand, ArrayValue) and operand.view and operand is not out:
-        return copy_array(lw, operand)
-    return operand
 
 
 def new_result(lw, ty: types.Array, operands: list) -> ArrayValue:

@@ -39,6 +39,9 @@ class CPUStrategy:
     def check_element_access(self, lw, array: ArrayValue, loc) -> None:
         pass
 
+    def can_allocate(self, lw) -> bool:
+        return True
+
     def check_allocation(self, lw, loc) -> None:
         pass
 
@@ -121,9 +124,12 @@ class GPUStrategy(CPUStrategy):
                 "reading or writing elements of a GPU array outside a prange loop "
                 "(host code cannot dereference device memory)", loc)
 
-    def check_allocation(self, lw, loc) -> None:
+    def can_allocate(self, lw) -> bool:
         # in a chunk kernel of an array reduction, temporaries become scratch
-        if lw.parallel_depth > 0 and lw.cooperation is None:
+        return lw.parallel_depth == 0 or lw.cooperation is not None
+
+    def check_allocation(self, lw, loc) -> None:
+        if not self.can_allocate(lw):
             raise UnsupportedConstructError("allocating arrays inside a GPU kernel", loc)
 
     def parallel_loop(self, lw, trips, body, reductions) -> list:

@@ -17,6 +17,7 @@ from .build import cmpi, const_i64, const_index, dim, select, to_i64, to_index
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
+from .overlap import read_source
 from .registry import attr_rules, call_rules, method_rules
 from .types import strided_memref_type
 from .values import ArrayValue, PyValue, SliceValue, TupleValue
@@ -210,7 +211,7 @@ def assign_view(lw, view: ArrayValue, value, value_ty, loc) -> None:
         if failed is not None:
             code = lw.errors.code(ValueError, ("cannot assign slice from input of different size",))
             lw.errors.raise_if(lw, failed, code)
-        source = _copy_if_aliased(lw, value)
+        source = read_source(lw, value, view)
 
         def body(indices):
             element = load_element(source, indices[lead:])
@@ -221,12 +222,6 @@ def assign_view(lw, view: ArrayValue, value, value_ty, loc) -> None:
         def body(indices):
             store_element(scalar, view, indices)
     parallel_for(lw, extents, body)
-
-
-def _copy_if_aliased(lw, value: ArrayValue) -> ArrayValue:
-    """A view may overlap the array it is assigned into (`a[1:] = a[:-1]`):
-    NumPy reads all of it first, so copy it."""
-    return copy_array(lw, value) if value.view else value
 
 
 
