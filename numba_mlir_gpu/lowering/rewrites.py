@@ -6,7 +6,7 @@
 * `MLIRPreParforPass`: Numba's PreParforPass, with the NumPy functions we
   lower ourselves (reductions.py, linalg.py) taken out of the table of
   functions it swaps for its own parallel implementations, so the calls
-  reach our call rules intact.
+  reach our call rules intact; then `copy_views_of_the_target`.
 """
 from __future__ import annotations
 
@@ -38,7 +38,73 @@ class MLIRPreParforPass(PreParforPass):
             state.func_ir, state.typemap, state.calltypes, state.typingctx, state.targetctx,
             state.flags.auto_parallel, state.parfor_diagnostics.replaced_fns,
             replace_functions_map=SWAP_FUNCTIONS).run()
+        copy_views_of_the_target(state)
         return True
+
+
+def copy_views_of_the_target(state) -> None:
+    """`x[1:] = x[:-1]`: NumPy reads the right side before writing, but
+    Numba's parfor pass makes the assignment one loop that reads and writes
+    as it goes. A right side that is a view of the array assigned into is
+    given to `np.copy` first."""
+    from numba.core import types
+    func_ir, typemap = state.func_ir, state.typemap
+    for block in func_ir.blocks.values():
+        body = []
+        for stmt in block.body:
+            if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and \
+                    isinstance(typemap.get(stmt.value.name), types.Array) and \
+                    _is_view_of(func_ir, stmt.value, _root(func_ir, stmt.target)):
+                body += _np_copy(state, stmt)
+            body.append(stmt)
+        block.body = body
+
+
+_VIEW_EXPRS = ("getitem", "static_getitem")
+
+
+def _definition(func_ir, var):
+    from numba.core.ir_utils import get_definition, guard
+    return guard(get_definition, func_ir, var)
+
+
+def _root(func_ir, var) -> str:
+    """The array a variable is, or is a view of (through indexing and `.T`)."""
+    while True:
+        found = _definition(func_ir, var)
+        if isinstance(found, ir.Var):
+            var = found
+        elif isinstance(found, ir.Expr) and (found.op in _VIEW_EXPRS or found.op == "cast" or
+                                             (found.op == "getattr" and found.attr == "T")):
+            var = found.value
+        else:
+            return var.name
+
+
+def _is_view_of(func_ir, var, root: str) -> bool:
+    found = _definition(func_ir, var)
+    is_view = isinstance(found, ir.Expr) and (found.op in _VIEW_EXPRS or
+                                             (found.op == "getattr" and found.attr == "T"))
+    return is_view and _root(func_ir, var) == root
+
+
+def _np_copy(state, stmt) -> list:
+    """`$copy = np.copy(value)` (typed), and the setitem retyped to read it."""
+    import numpy as np
+    scope, loc = stmt.value.scope, stmt.loc
+    fnty = state.typingctx.resolve_value_type(np.copy)
+    sig = fnty.get_call_type(state.typingctx, (state.typemap[stmt.value.name],), {})
+    function = ir.Var(scope, mk_unique_var("$np_copy"), loc)
+    copied = ir.Var(scope, mk_unique_var("$view_copy"), loc)
+    call = ir.Expr.call(function, [stmt.value], (), loc)
+    state.typemap[function.name], state.typemap[copied.name] = fnty, sig.return_type
+    state.calltypes[call] = sig
+    old = state.calltypes.pop(stmt)
+    state.calltypes[stmt] = old.replace(args=old.args[:-1] + (sig.return_type,))
+    state.func_ir._definitions[copied.name] = [call]
+    stmt.value = copied
+    return [ir.Assign(ir.Global("np.copy", np.copy, loc), function, loc),
+            ir.Assign(call, copied, loc)]
 
 
 @numba.njit
