@@ -278,6 +278,9 @@ def call_latency(env: Env, calls: int = 200, batches: int = 15) -> dict:
     dx, dout = env.to_device((x, np.empty_like(x)))
     sync = env.cp.cuda.Device().synchronize if env.gpu else (lambda: None)
     res["ours"] = _per_call(lambda: ours(dx, dout), calls, batches, sync)
+    # the same pipeline behind Numba's own dispatcher (no dispatch.py shortcut)
+    plain = numba.njit(pipeline_class=numba_mlir_gpu.api.pipeline_for(env.target))(tiny)
+    res["ours_numba_dispatcher"] = _per_call(lambda: plain(dx, dout), calls, batches, sync)
     if env.gpu:
         # Numba's dispatcher alone: typing and unboxing the same two device
         # arrays for a function that does nothing with them

@@ -6,8 +6,10 @@ import functools
 from typing import Optional
 
 import numba
+from numba.core.dispatcher import Dispatcher
 
 from .compile import CompiledFunction
+from .dispatch import with_device_shortcut
 from .pipeline import MLIRGPUPipeline
 from .target import TARGETS
 
@@ -25,9 +27,13 @@ def pipeline_for(target: Optional[str]) -> type:
 
 def njit(*args, target: Optional[str] = None, **options):
     """`numba.njit` through MLIRGPUPipeline; `target` ("cpu", "gpu",
-    "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection."""
+    "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection.
+    The dispatcher calls compiled code on CuPy arrays directly (dispatch.py)."""
     options["pipeline_class"] = pipeline_for(target)
-    return numba.njit(*args, **options)
+    made = numba.njit(*args, **options)
+    if isinstance(made, Dispatcher):
+        return with_device_shortcut(made)
+    return lambda fn: with_device_shortcut(made(fn))
 
 
 def compiled_function(dispatcher, signature=None) -> CompiledFunction:

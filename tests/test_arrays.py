@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 from numba import prange
 
+import numba_mlir_gpu
+
 from .support import TARGETS, check
 
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64]
@@ -205,3 +207,41 @@ def test_dispatcher_types_cupy_like_arrays_as_numba_typeof_does():
         assert fn.typeof_pyval(x) is numba.typeof(x)
         assert fn(x) == x.shape[0] * 1000 + x.strides[0]
     assert len(fn.signatures) == len(arrays)
+
+
+def scaled_rows(a, x):
+    return a * x.shape[0]
+
+
+def test_njit_calls_compiled_code_on_cupy_like_arrays_directly(monkeypatch):
+    """numba_mlir_gpu.njit's dispatcher (dispatch.py) calls the entry point of
+    an exactly matching signature itself; anything else goes to Numba's."""
+    from numba.core.registry import CPUDispatcher
+    from numba_mlir_gpu.dispatch import DeviceArrayDispatcher
+    from numba_mlir_gpu.wrapper import CompileOnlyError
+    cupy_like = _cupy_like_class()
+    x = cupy_like(np.arange(6.0))
+    fn = numba_mlir_gpu.njit(target="compile-only")(scaled_rows)
+    assert isinstance(fn, DeviceArrayDispatcher)
+    for a in (2.0, np.float32(2.0)):
+        with pytest.raises(CompileOnlyError):
+            fn(a, x)                       # compiles through Numba's dispatcher
+
+    def numbas_dispatcher(self, *args, **kws):
+        raise LookupError("Numba's dispatcher")
+    monkeypatch.setattr(CPUDispatcher, "__call__", numbas_dispatcher)
+    for a in (2.0, np.float32(2.0)):
+        with pytest.raises(CompileOnlyError):
+            fn(a, x)                       # the compiled entry, directly
+    for args, kws in [((2, x), {}), ((2.0, cupy_like(np.arange(6))), {}),
+                      ((2.0, cupy_like(np.arange(6.0)[::2])), {}), ((2.0,), {"x": x})]:
+        with pytest.raises(LookupError):
+            fn(*args, **kws)
+
+
+def test_njit_decorator_forms_give_the_shortcut_dispatcher():
+    from numba_mlir_gpu.dispatch import DeviceArrayDispatcher
+    assert isinstance(numba_mlir_gpu.njit(scaled_rows), DeviceArrayDispatcher)
+    assert isinstance(numba_mlir_gpu.njit(cache=False)(scaled_rows), DeviceArrayDispatcher)
+    fn = numba_mlir_gpu.njit(target="cpu")(scaled_rows)
+    assert fn(2.0, np.ones(3)) == 6.0 and fn(np.float32(2), np.ones(4)) == 8.0

@@ -202,3 +202,20 @@ def test_strided_cupy_view_after_contiguous_call(cp):
     np.testing.assert_array_equal(f(2.0, x).get(), 2.0 * np.arange(20))
     np.testing.assert_array_equal(f(2.0, x[::3]).get(), 2.0 * np.arange(20)[::3])
     assert len(f.signatures) == 2
+
+
+def test_calls_on_cupy_arrays_take_the_direct_path(cp):
+    """The shortcut of dispatch.py runs the same compiled code: values, and
+    one signature per type, whichever path a call takes."""
+    f = gpu_fn(saxpy_inplace)
+    x = cp.arange(1000, dtype=cp.float32)
+    y = cp.zeros(1000, dtype=cp.float32)
+    for a in (np.float32(2), np.float32(3), 1.5):
+        f(a, x, y)
+    expected = np.zeros(1000, np.float32)
+    for a in (np.float32(2), np.float32(3), np.float32(1.5)):
+        expected = a * np.arange(1000, dtype=np.float32) + expected
+    np.testing.assert_array_equal(y.get(), expected)
+    assert len(f.signatures) == 2                       # float32 and float64 scalars
+    f(np.float32(1), x[::2], y[::2])                   # a new layout compiles
+    assert len(f.signatures) == 3
