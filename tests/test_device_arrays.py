@@ -219,3 +219,15 @@ def test_calls_on_cupy_arrays_take_the_direct_path(cp):
     assert len(f.signatures) == 2                       # float32 and float64 scalars
     f(np.float32(1), x[::2], y[::2])                   # a new layout compiles
     assert len(f.signatures) == 3
+
+
+def test_view_of_an_aliased_argument_overlapping_in_a_kernel_raises(cp):
+    """Two arguments over one device buffer: whether the view must be copied
+    is known only at run time, and a kernel cannot copy it (overlap.py)."""
+    from .test_views import copy_reversed_rows
+    x = cp.arange(20.0).reshape(4, 5)
+    with pytest.raises(NotImplementedError, match="partly overlaps"):
+        gpu_fn(copy_reversed_rows)(x, x)
+    y = cp.zeros((4, 5))
+    gpu_fn(copy_reversed_rows)(x, y)                  # disjoint: read in place
+    np.testing.assert_array_equal(y.get(), np.arange(20.0).reshape(4, 5)[:, ::-1])
