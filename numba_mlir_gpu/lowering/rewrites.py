@@ -13,9 +13,10 @@ from __future__ import annotations
 import operator
 
 import numba
-from numba.core import ir
+import numpy as np
+from numba.core import ir, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
-from numba.core.ir_utils import mk_unique_var
+from numba.core.ir_utils import get_definition, guard, mk_unique_var
 from numba.core.typed_passes import PreParforPass
 from numba.misc.special import prange
 from numba.parfors import parfor as numba_parfor
@@ -47,50 +48,43 @@ def copy_views_of_the_target(state) -> None:
     Numba's parfor pass makes the assignment one loop that reads and writes
     as it goes. A right side that is a view of the array assigned into is
     given to `np.copy` first."""
-    from numba.core import types
     func_ir, typemap = state.func_ir, state.typemap
     for block in func_ir.blocks.values():
         body = []
         for stmt in block.body:
             if isinstance(stmt, (ir.SetItem, ir.StaticSetItem)) and \
                     isinstance(typemap.get(stmt.value.name), types.Array) and \
-                    _is_view_of(func_ir, stmt.value, _root(func_ir, stmt.target)):
+                    _viewed(func_ir, stmt.value) is not None and \
+                    _root(func_ir, stmt.value) == _root(func_ir, stmt.target):
                 body += _np_copy(state, stmt)
             body.append(stmt)
         block.body = body
 
 
-_VIEW_EXPRS = ("getitem", "static_getitem")
-
-
-def _definition(func_ir, var):
-    from numba.core.ir_utils import get_definition, guard
-    return guard(get_definition, func_ir, var)
+def _viewed(func_ir, var):
+    """The variable `var` is a view of (by indexing or `.T`), if it is one."""
+    found = guard(get_definition, func_ir, var)
+    if isinstance(found, ir.Expr) and (found.op in ("getitem", "static_getitem") or
+                                       (found.op == "getattr" and found.attr == "T")):
+        return found.value
+    return None
 
 
 def _root(func_ir, var) -> str:
-    """The array a variable is, or is a view of (through indexing and `.T`)."""
+    """The array a variable is, or is a view of."""
     while True:
-        found = _definition(func_ir, var)
-        if isinstance(found, ir.Var):
-            var = found
-        elif isinstance(found, ir.Expr) and (found.op in _VIEW_EXPRS or found.op == "cast" or
-                                             (found.op == "getattr" and found.attr == "T")):
-            var = found.value
-        else:
+        found = guard(get_definition, func_ir, var)
+        if isinstance(found, ir.Var) or (isinstance(found, ir.Expr) and found.op == "cast"):
+            var = found if isinstance(found, ir.Var) else found.value
+            continue
+        viewed = _viewed(func_ir, var)
+        if viewed is None:
             return var.name
-
-
-def _is_view_of(func_ir, var, root: str) -> bool:
-    found = _definition(func_ir, var)
-    is_view = isinstance(found, ir.Expr) and (found.op in _VIEW_EXPRS or
-                                             (found.op == "getattr" and found.attr == "T"))
-    return is_view and _root(func_ir, var) == root
+        var = viewed
 
 
 def _np_copy(state, stmt) -> list:
     """`$copy = np.copy(value)` (typed), and the setitem retyped to read it."""
-    import numpy as np
     scope, loc = stmt.value.scope, stmt.loc
     fnty = state.typingctx.resolve_value_type(np.copy)
     sig = fnty.get_call_type(state.typingctx, (state.typemap[stmt.value.name],), {})
