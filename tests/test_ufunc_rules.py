@@ -134,6 +134,12 @@ def test_ldexp_is_correctly_rounded_through_subnormals_and_overflow(target, dtyp
                   -2000, 5000, -5000, 2**31 - 1, -2**31, 2**32 + 3, -2**33 - 1, 100, 255])
     n = n.astype(exponent_type)        # wraps as NumPy converts: exercises truncation
     check(ldexp, *np.meshgrid(x, n), target=target, ulps=0)
+    # results in and near the subnormal range, rounded once
+    rng = np.random.default_rng(5)
+    low = -1130 if dtype is np.float64 else -180
+    x = (rng.random(400) + 0.5).astype(dtype) * np.where(rng.random(400) < 0.5, -1, 1)
+    n = rng.integers(low, low + 140, 400).astype(exponent_type)
+    check(ldexp, x.astype(dtype), n, target=target, ulps=0)
 
 
 @pytest.mark.parametrize("target", TARGETS)
