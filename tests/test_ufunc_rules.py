@@ -1,6 +1,7 @@
-"""np.reciprocal, np.fmax/fmin, np.logical_and/or/xor, np.gcd/lcm, np.ldexp and
-np.deg2rad/rad2deg (lowering/npufuncs.py): differential tests against Numba on
-arrays (array expressions, `out=`, prange bodies) and scalars, with edge values."""
+"""np.reciprocal, np.fmax/fmin, np.logical_and/or/xor, np.gcd/lcm, np.ldexp,
+np.deg2rad/rad2deg and np.divmod (lowering/npufuncs.py): differential tests
+against Numba on arrays (array expressions, `out=`, prange bodies) and scalars,
+with edge values."""
 import math
 
 import numpy as np
@@ -197,6 +198,67 @@ def test_narrow_scalars(target):
     check(narrow, np.uint64(2**63 + 1), np.uint64(1), target=target)
 
 
+def divmod_(a, b):
+    return np.divmod(a, b)
+
+
+def divmod_out(a, b, q, r):
+    np.divmod(a, b, q, r)
+    return q, r
+
+
+def divmod_in_prange(a, b, q, r):
+    for i in prange(a.shape[0]):
+        q[i], r[i] = np.divmod(a[i], b[i])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_divmod_of_floats_is_floor_of_the_quotient(target, dtype):
+    # Numba's np.divmod: floor(a / b), so divmod(1.0, 0.1) is (10.0, 0.1 - ...)
+    x = np.array([1.0, np.inf, -7.5, 1.0, 7.0, -7.0, 0.0, -0.0, np.nan, 5.5, 1e300], dtype)
+    y = np.array([0.1, 2.0, 0.0, -np.inf, -2.0, 2.0, 3.0, -3.0, 1.0, np.inf, 1e-300], dtype)
+    check(divmod_, x, y, target=target)
+    check(divmod_out, x, y, np.empty_like(x), np.empty_like(x), target=target)
+    check(divmod_in_prange, x, y, np.empty_like(x), np.empty_like(x), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_divmod_of_integers(target, dtype):
+    a, b = all_pairs(integer_edges(dtype))
+    if np.iinfo(dtype).min < 0:     # Numba's remainder traps on MIN % -1 (see below)
+        keep = ~((a == np.iinfo(dtype).min) & (b == -1))
+        a, b = a[keep], b[keep]
+    check(divmod_, a, b, target=target)
+    check(divmod_out, a, b, np.empty_like(a), np.empty_like(a), target=target)
+    check(divmod_in_prange, a, b, np.empty_like(a), np.empty_like(a), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_divmod_of_scalars(target):
+    for a, b in [(7.5, -2.0), (7, -2), (7, 0), (-7, 2.5), (np.int8(-128), np.int8(3))]:
+        check(divmod_, a, b, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn", [lambda a, b: a // b, lambda a, b: a % b,
+                                lambda a, b: np.floor_divide(np.array([a, a]), b),
+                                lambda a, b: np.array([a, 1]) // b],
+                         ids=["floordiv", "mod", "floor_divide", "array floordiv"])
+def test_min_int_divided_by_minus_one_gives_zero(target, fn):
+    # it overflows, and traps on x86 unless guarded; Numba gives 0
+    check(fn, np.iinfo(np.int64).min, -1, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_divmod_of_min_int_by_minus_one_does_not_trap(target):
+    # Numba's own remainder traps here (SIGFPE), so the expected value is
+    # its floor_divide's 0 and the exact remainder 0
+    q, r = ours(divmod_, target)(np.array([np.iinfo(np.int32).min, 7], np.int32), np.int32(-1))
+    assert q.tolist() == [0, -7] and r.tolist() == [0, 0]
+
+
 def test_complex_loops_stay_refused():
     with pytest.raises(UnsupportedConstructError, match="complex128"):
         ours(reciprocal, "cpu")(np.ones(3, np.complex128))
@@ -208,5 +270,7 @@ def test_kernels_build():
     assert entries(all_ptx(fn))
     for fn, args in [(extrema, (x, x)), (logical, (x, x)), (angles, (x.astype(np.float32),)),
                      (gcd_lcm, (np.ones(8, np.uint32), np.ones(8, np.uint32))),
-                     (ldexp, (x.astype(np.float32), np.ones(8, np.int64)))]:
+                     (ldexp, (x.astype(np.float32), np.ones(8, np.int64))),
+                     (divmod_in_prange, (x, x, x, x)),
+                     (divmod_in_prange, (np.ones(8, np.int8),) * 4)]:
         assert entries(all_ptx(compile_only(fn, *args)))

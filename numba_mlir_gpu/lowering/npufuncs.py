@@ -1,5 +1,5 @@
 """NumPy ufuncs without a `math` counterpart: np.reciprocal, np.fmax/fmin,
-np.logical_and/or/xor, np.gcd/lcm, np.ldexp, np.deg2rad/rad2deg.
+np.logical_and/or/xor, np.gcd/lcm, np.ldexp, np.deg2rad/rad2deg, np.divmod.
 
 Each rule follows Numba's implementation (numba/np/npyfuncs.py,
 numba/cpython/mathimpl.py) so results match `numba.njit` bit for bit.
@@ -10,6 +10,7 @@ import math as pymath
 
 import numpy as np
 from numba.core import types
+from numba.core.typing import signature
 
 from .._mlir import arith, ir, math, scf
 from .build import cmpf, cmpi, const, select
@@ -17,7 +18,9 @@ from .casts import cast, truth
 from .errors import UnsupportedConstructError
 from .mathlib import _float_args, _numpy_extremum
 from .registry import call_rules
+from .scalars import floordiv, mod
 from .types import scalar_type
+from .values import TupleValue
 
 
 def _as_result(args, sig):
@@ -178,3 +181,28 @@ def _scaled_by(factor: float):
 
 call_rules.register(np.deg2rad, np.radians, pymath.radians)(_scaled_by(pymath.pi / 180))
 call_rules.register(np.rad2deg, np.degrees, pymath.degrees)(_scaled_by(180 / pymath.pi))
+
+
+def _numpy_float_remainder(a, b, ty):
+    """Numba's np_real_mod_impl: fmod, moved to the divisor's sign."""
+    zero = const(ty, 0.0)
+    rem = arith.RemFOp(a, b).result
+    fix = arith.AndIOp(cmpf("ONE", rem, zero),
+                       arith.XOrIOp(cmpf("OLT", b, zero), cmpf("OLT", rem, zero)).result).result
+    return arith.AddFOp(rem, select(fix, b, zero)).result
+
+
+@call_rules.register(np.divmod)
+def divmod_(lw, args, sig, expr):
+    """Numba's np.divmod, both outputs as a tuple: integers as np.floor_divide
+    and np.remainder (0 for a zero divisor, and for MIN // -1); floats
+    floor(a / b) (not Python's float divmod) and NumPy's remainder."""
+    ty = types.unliteral(sig.return_type.types[0])
+    a, b = (cast(x, t, ty) for x, t in zip(args, sig.args))
+    if isinstance(ty, types.Float):
+        quotient = math.FloorOp(arith.DivFOp(a, b).result).result
+        remainder = _numpy_float_remainder(a, b, ty)
+    else:
+        same = signature(ty, ty, ty)
+        quotient, remainder = floordiv(lw, [a, b], same, expr), mod(lw, [a, b], same, expr)
+    return TupleValue([quotient, remainder], sig.return_type)
