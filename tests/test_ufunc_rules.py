@@ -215,12 +215,27 @@ def divmod_in_prange(a, b, q, r):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_divmod_of_floats_is_floor_of_the_quotient(target, dtype):
-    # Numba's np.divmod: floor(a / b), so divmod(1.0, 0.1) is (10.0, 0.1 - ...)
+    # Numba's np.divmod: floor(a / b), so np.divmod(1.0, 0.1) is (10.0, 0.1 - ...)
     x = np.array([1.0, np.inf, -7.5, 1.0, 7.0, -7.0, 0.0, -0.0, np.nan, 5.5, 1e300], dtype)
     y = np.array([0.1, 2.0, 0.0, -np.inf, -2.0, 2.0, 3.0, -3.0, 1.0, np.inf, 1e-300], dtype)
     check(divmod_, x, y, target=target)
     check(divmod_out, x, y, np.empty_like(x), np.empty_like(x), target=target)
     check(divmod_in_prange, x, y, np.empty_like(x), np.empty_like(x), target=target)
+
+
+def floor_divide_remainder(a, b):
+    q, r = np.floor_divide(a, b), np.remainder(a, b)
+    return q, r, np.copysign(1.0, q), np.copysign(1.0, r), np.mod(a, b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_floor_divide_and_remainder_of_floats_follow_numbas_ufunc(target, dtype):
+    # floor(a / b) and fmod moved to the divisor's sign, signed zeros included
+    x = np.array([1.0, np.inf, -7.5, 1.0, -4.0, 4.0, 0.0, -0.0, 7.0, np.nan], dtype)
+    y = np.array([0.1, 2.0, 0.0, -np.inf, 2.0, -2.0, -3.0, 3.0, np.inf, 1.0], dtype)
+    check(floor_divide_remainder, x, y, target=target, ulps=0)
+    check(floor_divide_remainder, dtype(1.0), dtype(0.1), target=target, ulps=0)
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -30,8 +30,7 @@ from .values import ArrayValue, TupleValue
 # ufunc -> the scalar operator whose rule computes one element
 _SCALAR_OPERATOR = {
     np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
-    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
-    np.remainder: operator.mod, np.left_shift: operator.lshift,
+    np.true_divide: operator.truediv, np.left_shift: operator.lshift,
     np.right_shift: operator.rshift, np.bitwise_and: operator.and_,
     np.bitwise_or: operator.or_, np.bitwise_xor: operator.xor, np.equal: operator.eq,
     np.not_equal: operator.ne, np.less: operator.lt, np.less_equal: operator.le,

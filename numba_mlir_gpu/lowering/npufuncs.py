@@ -183,6 +183,12 @@ call_rules.register(np.deg2rad, np.radians, pymath.radians)(_scaled_by(pymath.pi
 call_rules.register(np.rad2deg, np.degrees, pymath.degrees)(_scaled_by(180 / pymath.pi))
 
 
+def _numpy_float_quotient(a, b, ty):
+    """Numba's np_real_floor_div_impl: floor(a / b), not Python's float
+    floor division (1.0 // 0.1 is 9.0 in Python, 10.0 here)."""
+    return math.FloorOp(arith.DivFOp(a, b).result).result
+
+
 def _numpy_float_remainder(a, b, ty):
     """Numba's np_real_mod_impl: fmod, moved to the divisor's sign."""
     zero = const(ty, 0.0)
@@ -192,17 +198,26 @@ def _numpy_float_remainder(a, b, ty):
     return arith.AddFOp(rem, select(fix, b, zero)).result
 
 
+def _numpy_division(integer_rule, float_op):
+    """The ufunc's loops: integers as the operator (0 for a zero divisor and
+    for MIN // -1), floats as Numba's ufunc kernel."""
+    def rule(lw, args, sig, expr):
+        (a, b), ty = _as_result(args, sig)
+        if isinstance(ty, types.Float):
+            return float_op(a, b, ty)
+        return integer_rule(lw, [a, b], signature(ty, ty, ty), expr)
+    return rule
+
+
+floor_divide = _numpy_division(floordiv, _numpy_float_quotient)
+remainder = _numpy_division(mod, _numpy_float_remainder)
+call_rules.register(np.floor_divide)(floor_divide)
+call_rules.register(np.remainder)(remainder)
+
+
 @call_rules.register(np.divmod)
 def divmod_(lw, args, sig, expr):
-    """Numba's np.divmod, both outputs as a tuple: integers as np.floor_divide
-    and np.remainder (0 for a zero divisor, and for MIN // -1); floats
-    floor(a / b) (not Python's float divmod) and NumPy's remainder."""
-    ty = types.unliteral(sig.return_type.types[0])
-    a, b = (cast(x, t, ty) for x, t in zip(args, sig.args))
-    if isinstance(ty, types.Float):
-        quotient = math.FloorOp(arith.DivFOp(a, b).result).result
-        remainder = _numpy_float_remainder(a, b, ty)
-    else:
-        same = signature(ty, ty, ty)
-        quotient, remainder = floordiv(lw, [a, b], same, expr), mod(lw, [a, b], same, expr)
-    return TupleValue([quotient, remainder], sig.return_type)
+    """Numba's np.divmod: np.floor_divide and np.remainder, as a tuple."""
+    element = signature(sig.return_type.types[0], *sig.args)
+    return TupleValue([floor_divide(lw, args, element, expr), remainder(lw, args, element, expr)],
+                      sig.return_type)
