@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..target import TargetChoice
 from . import (array_builders, arrays, control, elementwise, expressions, linalg,  # noqa: F401
-               mathlib, parfors, reductions, scalars, scans, statements, views)
+               mathlib, npufuncs, parfors, reductions, scalars, scans, statements, views)
 from .function import FunctionLowerer
 from .module import ModuleLowering
 from .targets import CPUStrategy, GPUStrategy

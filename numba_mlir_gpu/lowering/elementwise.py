@@ -26,13 +26,12 @@ from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .overlap import read_source
 from .registry import binop_rules, call_rules, unary_rules
-from .values import ArrayValue
+from .values import ArrayValue, TupleValue
 
 # ufunc -> the scalar operator whose rule computes one element
 _SCALAR_OPERATOR = {
     np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
-    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
-    np.remainder: operator.mod, np.left_shift: operator.lshift,
+    np.true_divide: operator.truediv, np.left_shift: operator.lshift,
     np.right_shift: operator.rshift, np.bitwise_and: operator.and_,
     np.bitwise_or: operator.or_, np.bitwise_xor: operator.xor, np.equal: operator.eq,
     np.not_equal: operator.ne, np.less: operator.lt, np.less_equal: operator.le,
@@ -52,8 +51,9 @@ def operator_ufunc(fn, inplace: bool = False):
     return (_INPLACE_UFUNC if inplace else _OPERATOR_UFUNC).get(fn)
 
 
-def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr):
-    """One element of `ufunc`: (value, numba type)."""
+def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr) -> list:
+    """One element of `ufunc`: [(value, numba type)], one per output. The
+    rule of a ufunc with several outputs returns them as a TupleValue."""
     value_types = [types.unliteral(t) for t in value_types]
     loop = ufunc_find_matching_loop(ufunc, value_types)
     if loop is None:
@@ -62,8 +62,8 @@ def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr):
            for t in list(loop.inputs) + list(loop.outputs)):
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {loop.inputs}", expr.loc)
     args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.inputs)]
-    out_ty = loop.outputs[0]
-    sig = signature(out_ty, *loop.inputs)
+    out_types = list(loop.outputs)
+    sig = signature(out_types[0] if ufunc.nout == 1 else types.Tuple(out_types), *loop.inputs)
     op = _SCALAR_OPERATOR.get(ufunc)
     if op is not None:
         rules = binop_rules if ufunc.nin == 2 else unary_rules
@@ -72,7 +72,8 @@ def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr):
         rule = call_rules.get(ufunc)
         if rule is None:
             raise UnsupportedConstructError(f"np.{ufunc.__name__} on arrays", expr.loc)
-    return rule(lw, args, sig, expr), out_ty
+    result = rule(lw, args, sig, expr)
+    return list(zip(result.items if ufunc.nout > 1 else [result], out_types))
 
 
 BROADCAST_ERROR = "operands could not be broadcast together"
@@ -116,27 +117,34 @@ def broadcast_element(value, indices: list):
     return load_element(value, own)
 
 
-def elementwise(lw, ufunc, operands: list, operand_types: list, out: ArrayValue, expr) -> None:
-    """out[...] = ufunc(*operands) over out's shape, the operands broadcast to it."""
+def elementwise(lw, ufunc, operands: list, operand_types: list, outs: list, expr) -> None:
+    """outs[k][...] = output k of ufunc(*operands) over the outputs' shape,
+    the operands broadcast to it."""
     arrays = [o for o in operands if isinstance(o, ArrayValue)]
-    extents = broadcast_shape(lw, arrays + [out], out.type.ndim)
-    own = shape_of(out)
+    ndim = outs[0].type.ndim
+    if any(out.type.ndim != ndim for out in outs):
+        raise UnsupportedConstructError(
+            f"np.{ufunc.__name__} with outputs of different dimensions", expr.loc)
+    extents = broadcast_shape(lw, arrays + outs, ndim)
+    own = shape_of(outs[0])
     # NumPy never grows an output: an operand that would is an error, and
-    # the loop runs over `out` itself, never past it
+    # the loop runs over the outputs themselves, never past them
     grows = None
-    for extent, size in zip(extents, own):
-        bad = cmpi("ne", extent, size)
-        grows = bad if grows is None else arith.OrIOp(grows, bad).result
+    for out in outs:
+        for extent, size in zip(extents, shape_of(out)):
+            bad = cmpi("ne", extent, size)
+            grows = bad if grows is None else arith.OrIOp(grows, bad).result
     if grows is not None:
         lw.errors.raise_if(lw, grows, lw.errors.code(
             ValueError, ("non-broadcastable output operand",)))
     element_types = [t.dtype if isinstance(t, types.Array) else t for t in operand_types]
-    sources = [read_source(lw, o, out) for o in operands]
+    sources = [read_source(lw, o, outs) for o in operands]
 
     def body(indices):
         values = [broadcast_element(o, indices) for o in sources]
-        result, ty = scalar_ufunc(lw, ufunc, values, element_types, expr)
-        store_element(cast(result, ty, out.type.dtype), out, indices)
+        results = scalar_ufunc(lw, ufunc, values, element_types, expr)
+        for (result, ty), out in zip(results, outs):
+            store_element(cast(result, ty, out.type.dtype), out, indices)
     parallel_for(lw, own, body)
 
 
@@ -156,7 +164,7 @@ def array_operator(lw, fn, operands: list, sig, expr, inplace: bool = False):
             raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
     else:
         out = new_result(lw, sig.return_type, operands)
-    elementwise(lw, ufunc, operands, list(sig.args), out, expr)
+    elementwise(lw, ufunc, operands, list(sig.args), [out], expr)
     return out
 
 
@@ -164,17 +172,19 @@ def ufunc_call(lw, ufunc, args, sig, expr):
     """np.<ufunc>(...) with arrays, scalars, or an output array argument."""
     inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]
     in_types = list(sig.args[:ufunc.nin])
-    if ufunc.nout != 1 or len(outputs) > 1:
-        raise UnsupportedConstructError(f"np.{ufunc.__name__} with several outputs", expr.loc)
+    several = ufunc.nout > 1
+    result_types = list(sig.return_type.types) if several else [sig.return_type]
+    if outputs and (len(outputs) != ufunc.nout or
+                    not all(isinstance(o, ArrayValue) for o in outputs)):
+        raise UnsupportedConstructError(
+            f"np.{ufunc.__name__} with {len(outputs)} of its {ufunc.nout} outputs", expr.loc)
     if not any(isinstance(a, ArrayValue) for a in args):
-        value, ty = scalar_ufunc(lw, ufunc, inputs, in_types, expr)
-        return cast(value, ty, sig.return_type)
-    if outputs:
-        out = outputs[0]
-    else:
-        out = new_result(lw, sig.return_type, inputs)
-    elementwise(lw, ufunc, inputs, in_types, out, expr)
-    return out
+        results = [cast(value, ty, want) for (value, ty), want in
+                   zip(scalar_ufunc(lw, ufunc, inputs, in_types, expr), result_types)]
+        return TupleValue(results, sig.return_type) if several else results[0]
+    outs = list(outputs) or [new_result(lw, ty, inputs) for ty in result_types]
+    elementwise(lw, ufunc, inputs, in_types, outs, expr)
+    return TupleValue(outs, sig.return_type) if several else outs[0]
 
 
 def is_array_operation(values) -> bool:

@@ -19,15 +19,17 @@ OVERLAP_IN_KERNEL = ("numba-mlir-gpu: inside a GPU kernel, an array view cannot 
                      "an array it partly overlaps (no memory to copy it to)",)
 
 
-def read_source(lw, source, dest: ArrayValue):
-    """What to read while writing `dest`: `source` itself or a copy."""
-    if not isinstance(source, ArrayValue) or not source.view or source is dest:
+def read_source(lw, source, dests: list):
+    """What to read while writing the arrays `dests`: `source` itself or a copy."""
+    others = [d for d in dests if d is not source]
+    if not isinstance(source, ArrayValue) or not source.view or not others:
         return source
     if lw.target.can_allocate(lw):
         from .arrays import copy_array
         return copy_array(lw, source)
-    lw.errors.raise_if(lw, _partial_overlap(source, dest),
-                       lw.errors.code(NotImplementedError, OVERLAP_IN_KERNEL))
+    for dest in others:
+        lw.errors.raise_if(lw, _partial_overlap(source, dest),
+                           lw.errors.code(NotImplementedError, OVERLAP_IN_KERNEL))
     return source
 
 

@@ -77,10 +77,15 @@ def float_divmod(a, b, ty):
     return floordiv, mod
 
 
-def _int_divisor(b, ty):
-    """Division by zero gives 0 (NumPy's error model), not a trap."""
-    is_zero = cmpi("eq", b, const(ty, 0))
-    return is_zero, select(is_zero, const(ty, 1), b)
+def _int_divisor(a, b, ty):
+    """Division by zero gives 0 (NumPy's error model), not a trap; so does
+    MIN // -1, which overflows (and traps on x86), as in Numba."""
+    gives_zero = cmpi("eq", b, const(ty, 0))
+    if ty.signed:
+        overflows = arith.AndIOp(cmpi("eq", a, const(ty, -2 ** (ty.bitwidth - 1))),
+                                 cmpi("eq", b, const(ty, -1))).result
+        gives_zero = arith.OrIOp(gives_zero, overflows).result
+    return gives_zero, select(gives_zero, const(ty, 1), b)
 
 
 @binop_rules.register(operator.floordiv)
@@ -89,9 +94,9 @@ def floordiv(lw, args, sig, expr):
     a, b = args
     if isinstance(ty, types.Float):
         return float_divmod(a, b, ty)[0]
-    is_zero, b = _int_divisor(b, ty)
+    gives_zero, b = _int_divisor(a, b, ty)
     q = (arith.FloorDivSIOp if ty.signed else arith.DivUIOp)(a, b).result
-    return select(is_zero, const(ty, 0), q)
+    return select(gives_zero, const(ty, 0), q)
 
 
 @binop_rules.register(operator.mod)
@@ -100,15 +105,15 @@ def mod(lw, args, sig, expr):
     a, b = args
     if isinstance(ty, types.Float):
         return float_divmod(a, b, ty)[1]
-    is_zero, b = _int_divisor(b, ty)
+    gives_zero, b = _int_divisor(a, b, ty)
     if not ty.signed:
-        return select(is_zero, const(ty, 0), arith.RemUIOp(a, b).result)
+        return select(gives_zero, const(ty, 0), arith.RemUIOp(a, b).result)
     r = arith.RemSIOp(a, b).result
     zero = const(ty, 0)
     fix = arith.AndIOp(cmpi("ne", r, zero),
                        cmpi("slt", arith.XOrIOp(r, b).result, zero)).result
     r = select(fix, arith.AddIOp(r, b).result, r)
-    return select(is_zero, zero, r)
+    return select(gives_zero, zero, r)
 
 
 @binop_rules.register(operator.pow)

@@ -211,7 +211,7 @@ def assign_view(lw, view: ArrayValue, value, value_ty, loc) -> None:
         if failed is not None:
             code = lw.errors.code(ValueError, ("cannot assign slice from input of different size",))
             lw.errors.raise_if(lw, failed, code)
-        source = read_source(lw, value, view)
+        source = read_source(lw, value, [view])
 
         def body(indices):
             element = load_element(source, indices[lead:])
