@@ -6,6 +6,7 @@ numba/cpython/mathimpl.py) so results match `numba.njit` bit for bit.
 """
 from __future__ import annotations
 
+import functools
 import math as pymath
 
 import numpy as np
@@ -119,8 +120,9 @@ def lcm(lw, args, sig, expr):
     """Numba's `0 if a == 0 else abs(a * (b // gcd(b, a)))`. Numba types the
     product of narrower signed integers as int64, so abs() sees the wide
     product before it is truncated to the result type. For uint64 the
-    conditional unifies the literal 0 (int64) with uint64 as float64, so
-    Numba's result is the product rounded to float64 and converted back."""
+    conditional unifies the literal 0 with uint64, as float64 with some
+    NumPy versions (2.4), and then Numba's result is the product rounded
+    to float64 and converted back."""
     (a, b), ty = _integer_args(args, sig, expr)
     g = _gcd(b, a, ty)
     zero = const(ty, 0)
@@ -132,9 +134,17 @@ def lcm(lw, args, sig, expr):
         magnitude = cast(math.AbsIOp(product).result, wide, ty)
     else:
         magnitude = arith.MulIOp(a, quotient).result
-        if ty.bitwidth == 64:
-            magnitude = cast(cast(magnitude, ty, types.float64), types.float64, ty)
+        through = _unified_with_zero(ty)
+        if isinstance(through, types.Float):
+            magnitude = cast(cast(magnitude, ty, through), through, ty)
     return select(cmpi("eq", a, zero), zero, magnitude)
+
+
+@functools.lru_cache(maxsize=None)
+def _unified_with_zero(ty: types.Integer) -> types.Type:
+    """The type Numba's typing gives `0 if ... else <ty value>`."""
+    from numba.core.registry import cpu_target
+    return cpu_target.typing_context.unify_types(types.literal(0), ty)
 
 
 # (largest exponent, smallest normal exponent, significand bits, exponent shift)
