@@ -119,10 +119,11 @@ def gcd(lw, args, sig, expr):
 def lcm(lw, args, sig, expr):
     """Numba's `0 if a == 0 else abs(a * (b // gcd(b, a)))`. Numba types the
     product of narrower signed integers as int64, so abs() sees the wide
-    product before it is truncated to the result type. For uint64 the
-    conditional unifies the literal 0 with uint64, as float64 with some
-    NumPy versions (2.4), and then Numba's result is the product rounded
-    to float64 and converted back."""
+    product before it is truncated to the result type. For uint64, Python
+    3.11's bytecode makes the conditional one value that unifies the literal
+    0 with uint64 as float64, so Numba's result is the product rounded to
+    float64 and converted back; Python 3.12's has two returns and no
+    rounding. `_numba_lcm_through` asks Numba's own type inference."""
     (a, b), ty = _integer_args(args, sig, expr)
     g = _gcd(b, a, ty)
     zero = const(ty, 0)
@@ -134,17 +135,33 @@ def lcm(lw, args, sig, expr):
         magnitude = cast(math.AbsIOp(product).result, wide, ty)
     else:
         magnitude = arith.MulIOp(a, quotient).result
-        through = _unified_with_zero(ty)
+        through = _numba_lcm_through(ty)
         if isinstance(through, types.Float):
             magnitude = cast(cast(magnitude, ty, through), through, ty)
     return select(cmpi("eq", a, zero), zero, magnitude)
 
 
+def _numba_lcm(a, b):
+    return 0 if a == 0 else abs(a * (b // np.gcd(b, a)))    # numba/np/npyfuncs.py
+
+
 @functools.lru_cache(maxsize=None)
-def _unified_with_zero(ty: types.Integer) -> types.Type:
-    """The type Numba's typing gives `0 if ... else <ty value>`."""
+def _numba_lcm_through(ty: types.Integer) -> types.Type:
+    """The type the product passes through before Numba converts it to
+    `ty`: the type of the value returned by the non-zero branch, from Numba's
+    typing of its own lcm (which depends on the interpreter's bytecode)."""
+    from numba.core import compiler, ir as nir, typed_passes
     from numba.core.registry import cpu_target
-    return cpu_target.typing_context.unify_types(types.literal(0), ty)
+    typing = cpu_target.typing_context
+    typing.refresh()
+    func_ir = compiler.run_frontend(_numba_lcm)
+    typemap = typed_passes.type_inference_stage(
+        typing, cpu_target.target_context, func_ir, (ty, ty), ty)[0]
+    defs = {st.target.name: st.value for block in func_ir.blocks.values()
+            for st in block.body if isinstance(st, nir.Assign)}
+    returned = [typemap[defs[st.value.name].value.name] for block in func_ir.blocks.values()
+                for st in block.body if isinstance(st, nir.Return)]
+    return next((t for t in returned if not isinstance(t, types.Literal)), ty)
 
 
 # (largest exponent, smallest normal exponent, significand bits, exponent shift)
