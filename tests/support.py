@@ -60,12 +60,13 @@ def assert_same_layout(got, expected, path="result"):
 
 
 def check(pyfunc, *args, target: str = "cpu", ulps: int = 4, rtol: float | None = None,
-          layout: bool = False):
-    """Run `pyfunc` through Numba's njit and through ours on copies of the
-    arguments; compare results (with `layout`, also their memory order) and
-    the arguments afterwards (in-place writes)."""
+          layout: bool = False, parallel_reference: bool = False):
+    """Run `pyfunc` through Numba's njit (with `parallel_reference`, njit's
+    parallel=True, for code only it compiles) and through ours on copies of
+    the arguments; compare results (with `layout`, also their memory order)
+    and the arguments afterwards (in-place writes)."""
     ref_args, our_args = copy.deepcopy(args), copy.deepcopy(args)
-    expected = numba.njit(pyfunc)(*ref_args)
+    expected = numba.njit(parallel=parallel_reference)(pyfunc)(*ref_args)
     got = ours(pyfunc, target)(*our_args)
     assert_same(got, expected, ulps, rtol)
     if layout:

@@ -2,6 +2,8 @@
 per-chunk private copies (on the GPU: one block per chunk, its threads
 sharing each iteration's element loops). Also in-place array operators,
 which they are built on."""
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -268,16 +270,84 @@ def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():
         assert "bar.sync" in ptx and "malloc" not in ptx
 
 
-@pytest.mark.parametrize("fn, construct", [
-    (size_depends_on_iteration, "whose size depends on the iteration"),
-    (temporary_in_inner_loop, "made in a loop inside the body"),
-])
-def test_unhoistable_gpu_temporaries_are_refused_clearly(fn, construct):
+def size_depends_on_inner_loop(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        for j in range(1, 3):
+            t = x[:j] * 2.0
+            acc += t[-1]
+    return acc
+
+
+@pytest.mark.parametrize("fn", [size_depends_on_iteration, size_depends_on_inner_loop])
+def test_gpu_temporaries_sized_by_the_iteration_are_refused_clearly(fn):
     with pytest.raises(UnsupportedConstructError) as info:
         numba_mlir_gpu.njit(target="compile-only")(fn)(np.ones(8))
     message = str(info.value)
-    assert construct in message and "test_array_reductions.py" in message
+    assert "whose size depends on the iteration" in message
+    assert "test_array_reductions.py" in message
     check(fn, np.arange(8.0))          # the CPU target runs them
+
+
+# Temporaries made in a loop inside the body (one slot, reused by each run) and
+# inside element loops the block's threads share (one slot per thread).
+
+def distances_in_inner_loop(a, c):
+    out = np.empty((a.shape[0], c.shape[0]))
+    for i in prange(a.shape[0]):
+        for j in range(c.shape[0]):
+            d = a[i, :] - c[j, :]
+            out[i, j] = np.sqrt((d * d).sum())
+    return out
+
+
+def kmeans_distances(a, c):
+    # Numba's test_kmeans: the comprehensions become nested parfors (Numba
+    # compiles them with parallel=True only), the inner one an element loop of
+    # the block whose body makes a temporary
+    n, k = a.shape[0], c.shape[0]
+    return np.array([[math.sqrt(np.sum((a[i, :] - c[j, :]) ** 2)) for j in range(k)]
+                     for i in range(n)])
+
+
+def relaxed_rows(x, steps):
+    acc = np.zeros(x.shape[1])
+    for i in prange(x.shape[0]):
+        for s in range(steps):
+            t = x[i] * (s + 1.0)
+            acc += t - t.mean()
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 3, 4099])
+def test_temporaries_in_loops_inside_the_body(n, target):
+    rng = np.random.default_rng(n + 11)
+    a, c = rng.random((n, 10)), rng.random((3, 10))
+    check(distances_in_inner_loop, a, c, target=target)
+    check(kmeans_distances, a, c, target=target, parallel_reference=True)
+    check(temporary_in_inner_loop, rng.random(n), target=target, rtol=1e-12)
+    check(relaxed_rows, rng.random((n, 6)), 3, target=target, rtol=1e-9)
+
+
+def test_gpu_temporaries_in_loops_are_scratch_slots():
+    from .test_codegen import all_ptx, compile_only
+    a, c = np.ones((4, 3)), np.ones((2, 3))
+    for fn, args in [(distances_in_inner_loop, (a, c)), (kmeans_distances, (a, c)),
+                     (temporary_in_inner_loop, (np.ones(4),))]:
+        ptx = all_ptx(compile_only(fn, *args))
+        assert "bar.sync" in ptx and "malloc" not in ptx
+
+
+@pytest.mark.gpu
+def test_scratch_over_budget_runs_fewer_chunks(monkeypatch):
+    from numba_mlir_gpu.lowering import scratch
+    monkeypatch.setattr(scratch, "SCRATCH_BYTES", 4096)     # a few rows of slots
+    rng = np.random.default_rng(12)
+    a, c = rng.random((5000, 10)), rng.random((3, 10))
+    check(distances_in_inner_loop, a, c, target="gpu")
+    check(kmeans_distances, a, c, target="gpu", parallel_reference=True)
+    check(weighted_histogram, rng.random(5000), rng.random(7), target="gpu", rtol=1e-4)
 
 
 def test_inplace_operator_in_a_prange_body():

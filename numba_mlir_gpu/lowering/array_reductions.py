@@ -89,8 +89,8 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
     def finish(t, accs):
         for partial, acc in zip(partials, accs):
             memref.StoreOp(acc, partial, [t])
-    lw.target.chunked_loop(lw, total, chunks, sizes,
-                           Chunk(start, iteration, finish, [r.identity_value() for r in scalars]))
+    chunks = lw.target.chunked_loop(lw, total, chunks, sizes, Chunk(
+        start, iteration, finish, [r.identity_value() for r in scalars]))
     for (name, array, red), private in zip(reductions, privates):
         fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation
     # folded on the host, in chunk order

@@ -17,9 +17,9 @@ array_reductions.fold_copies then folds the copies in chunk order.
 
 Temporary arrays the body makes (`acc += w * x[i]`) cannot be allocated in
 a kernel: each allocation whose sizes do not depend on the iteration is
-hoisted before the launch as one buffer of `chunks` slices, and the block
-uses its slice (`hoist_temporaries`); any other one is refused, naming its
-source line.
+hoisted before the launch as one buffer with a slot per block (or per thread,
+for one made inside an element loop), and the kernel uses its slot
+(scratch.py); any other one is refused, naming its source line.
 """
 from __future__ import annotations
 
@@ -28,10 +28,9 @@ from typing import Callable
 from .._mlir import arith, gpu, ir, scf
 from .array_reductions import MAX_CHUNKS, run_chunk
 from .build import cmpi, const_index
-from .errors import UnsupportedConstructError
 from .gpureduce import _barrier, _declare_barrier_marker
 from .loops import delinearize, product
-from .scratch import hoist_temporaries
+from .scratch import KernelIndices, Temporary, hoist_temporaries
 
 # Memory for the private copies of one loop's accumulators, all chunks together.
 PRIVATE_BYTES = 256 << 20
@@ -45,7 +44,7 @@ class BlockCooperation:
     def __init__(self, thread: ir.Value, threads: ir.Value):
         self.thread, self.threads = thread, threads
         self.free = True      # False inside a loop of ours: plain code there
-        self.temporaries: list = []     # (memref.alloc result, Numba loc): scratch.py
+        self.temporaries: list[Temporary] = []
 
     def loop(self, extents: list, body: Callable[[list], None]) -> None:
         """`body(indices)` over the box `extents`, flat index k on thread
@@ -68,12 +67,10 @@ class BlockCooperation:
         _barrier()
 
     def allocated(self, value: ir.Value, loc) -> None:
-        """A temporary array of the body: one per block (scratch.py)."""
-        if not self.free:
-            raise UnsupportedConstructError(
-                "a temporary array made inside an element loop or an item assignment of a "
-                "GPU prange loop run in chunks", loc)
-        self.temporaries.append((value, loc))
+        """A temporary array of the body: one per block, or one per thread
+        when made inside one of our loops, where each thread runs its own
+        part (scratch.py)."""
+        self.temporaries.append(Temporary(value, loc, per_thread=not self.free))
 
     def _plain(self, emit) -> None:
         self.free = False
@@ -101,25 +98,29 @@ def block_threads(elements: ir.Value) -> ir.Value:
                          arith.MinUIOp(threads, const_index(MAX_THREADS)).result).result
 
 
-def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> None:
+def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> ir.Value:
     """Block b runs chunk b (array_reductions.Chunk), its threads cooperating;
     every thread holds the same scalar accumulators and stores the same
-    partials."""
+    partials. Returns the number of chunks run: `chunks`, or fewer when the
+    body's temporaries need too much scratch memory."""
     _declare_barrier_marker(lw.mlower.module)
-    size = arith.CeilDivUIOp(total, chunks).result
     one = const_index(1)
     launch = gpu.LaunchOp((chunks, one, one), (threads, one, one))
     args = launch.regions[0].blocks[0].arguments
-    block, thread, block_dim = args[0], args[3], args[9]
+    block, thread, grid_dim, block_dim = args[0], args[3], args[6], args[9]
     outer = lw.cooperation
     lw.cooperation = BlockCooperation(thread, block_dim)
     lw.parallel_depth += 1
     try:
         with ir.InsertionPoint(launch.regions[0].blocks[0]):
+            size = arith.CeilDivUIOp(total, grid_dim).result     # the chunks launched
             loop = run_chunk(block, size, total, chunk)
             gpu.TerminatorOp()
         temporaries = lw.cooperation.temporaries
     finally:
         lw.parallel_depth -= 1
         lw.cooperation = outer
-    hoist_temporaries(launch.operation, loop, block, chunks, temporaries)
+    run = hoist_temporaries(launch.operation, loop, KernelIndices(block, thread, block_dim, threads),
+                            chunks, temporaries)
+    launch.operation.operands[list(launch.operation.operands).index(chunks)] = run
+    return run

@@ -1,19 +1,29 @@
 """Temporary arrays of a chunked GPU loop body as per-chunk scratch buffers.
 
-A kernel cannot allocate. When the body of an array reduction's chunk
-kernel (gpuarrayreduce.py) makes a temporary array (`acc += w * x[i]`), the
+A kernel cannot allocate. When the body of a chunk kernel (gpuarrayreduce.py)
+makes a temporary array (`acc += w * x[i]`, `d = A[i, :] - C[j, :]`), the
 `memref.alloc` is emitted as on the CPU and recorded; once the kernel is
-built, each one is replaced by a slice of a buffer of `chunks` slices
-allocated before the launch (`memref.view` at byte offset block * bytes, the
-same identity-layout type). That needs its sizes before the launch:
-`HoistedSizes` recomputes them there from the values they derive from
-(captured values, shapes of arrays and views, constants, integer arithmetic,
-the body's scalar variables assigned once; a divisor that may be zero is
-replaced by 1 there, as that division would have faulted). Allocations whose sizes depend
-on the iteration, or made in a loop inside the body (two live temporaries
-of one allocation would share a slice), are refused with their source line.
+built, each one is replaced by a slot of a buffer allocated before the launch
+(`memref.view` at a byte offset, the same identity-layout type):
+
+* made by the block's threads together (its scalar code): one slot per block;
+* made inside an element loop the threads share, or by one thread: one slot
+  per thread of each block.
+
+That needs its sizes before the launch: `HoistedSizes` recomputes them there
+from the values they derive from (captured values, shapes of arrays and
+views, constants, integer arithmetic, the body's scalar variables assigned
+once; a divisor that may be zero is replaced by 1 there, as that division
+would have faulted). An allocation run more than once per iteration (in a
+loop inside the body) reuses its slot: each run's array is dead when the
+next starts, since an array of a loop body is never carried to a later
+iteration (`_leaves_its_run` checks). Allocations whose sizes depend on the
+iteration are refused with their source line. The scratch of one chunk is
+kept under SCRATCH_BYTES for all chunks together by running fewer chunks.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .._mlir import arith, ir, memref
 from .build import cmpi, const_index, select
@@ -22,42 +32,110 @@ from .errors import UnsupportedConstructError
 _LOOPS = {"scf.for", "scf.while", "scf.parallel"}
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi",
               "arith.ceildivui", "arith.floordivsi"}
+# Ops through which an array reaches another iteration or the code after it.
+_HANDING_ON = {"cf.br", "cf.cond_br", "scf.yield", "scf.condition", "func.return"}
+
+# Scratch memory of one chunk kernel, all chunks together.
+SCRATCH_BYTES = 512 << 20
 
 
-def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, block: ir.Value,
-                      chunks: ir.Value, temporaries: list) -> None:
-    """Replace each recorded (alloc result, Numba loc) inside `launch` by
-    block `block`'s slice of a buffer allocated before it."""
+@dataclass
+class Temporary:
+    """A `memref.alloc` of a chunk kernel's body (Numba loc for errors);
+    `per_thread`: made by one thread, not by the block's threads together."""
+    value: ir.Value
+    loc: object
+    per_thread: bool
+
+
+@dataclass
+class KernelIndices:
+    """Values of the chunk kernel: inside it, its block and thread and the
+    threads per block; before it, the threads per block."""
+    block: ir.Value
+    thread: ir.Value
+    threads: ir.Value
+    threads_before: ir.Value
+
+
+def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: KernelIndices,
+                      chunks: ir.Value, temporaries: list[Temporary]) -> ir.Value:
+    """Replace each temporary inside `launch` by its slot of a buffer
+    allocated before it. Returns the number of chunks to run (`chunks`, or
+    fewer where the scratch would exceed SCRATCH_BYTES); the caller launches
+    that many blocks."""
+    if not temporaries:
+        return chunks
     sizes = HoistedSizes(launch)
-    for value, loc in temporaries:
-        alloc = _op(value)
-        if _in_loop(alloc, chunk_loop):
-            raise UnsupportedConstructError(
-                "a temporary array made in a loop inside the body of a GPU prange loop run in "
-                "chunks (one that makes arrays or reduces into an array)", loc)
-        ty = ir.MemRefType(value.type)
-        dynamic = list(alloc.opview.dynamicSizes)
-        with ir.InsertionPoint(launch), launch.location:
-            outer = [sizes.hoist(v) for v in dynamic]
-            if any(v is None for v in outer):
+    slots = []
+    with ir.InsertionPoint(launch), launch.location:
+        per_chunk = const_index(0)
+        for temp in temporaries:
+            alloc = _op(temp.value)
+            if _in_loop(alloc, chunk_loop) and not _leaves_its_run(temp.value):
                 raise UnsupportedConstructError(
-                    "a temporary array whose size depends on the iteration, in the body of a "
-                    "GPU prange loop (kernels cannot allocate)", loc)
-            count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
-            for extent in ty.shape:
-                # in a branch not taken, a size may be negative: no slice then
-                extent = arith.MaxSIOp(next(sized), const_index(0)).result \
-                    if extent == ir.ShapedType.get_dynamic_size() else const_index(extent)
-                count = arith.MulIOp(count, extent).result
-            total = arith.MulIOp(count, chunks).result
-            i8 = ir.IntegerType.get_signless(8)
-            buffer = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8),
-                                    [total], []).result
+                    "a temporary array made in a loop inside the body of a GPU prange loop "
+                    "run in chunks and carried to its next iteration", temp.loc)
+            count = _slot_bytes(sizes, alloc, temp.loc)
+            copies = at.threads_before if temp.per_thread else const_index(1)
+            per_chunk = arith.AddIOp(per_chunk, arith.MulIOp(count, copies).result).result
+            slots.append((count, copies))
+        budget = arith.DivUIOp(const_index(SCRATCH_BYTES),
+                               arith.MaxUIOp(per_chunk, const_index(1)).result).result
+        chunks = arith.MaxUIOp(arith.MinUIOp(chunks, budget).result, const_index(1)).result
+        i8 = ir.IntegerType.get_signless(8)
+        buffers = [memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8),
+                                  [arith.MulIOp(arith.MulIOp(count, copies).result,
+                                                chunks).result], []).result
+                   for count, copies in slots]
+    for temp, (count, _), buffer in zip(temporaries, slots, buffers):
+        alloc = _op(temp.value)
         with ir.InsertionPoint(alloc), alloc.location:
-            shift = arith.MulIOp(block, count).result
-            view = memref.ViewOp(ty, buffer, shift, dynamic).result
-        value.replace_all_uses_with(view)
+            slot = at.block
+            if temp.per_thread:
+                slot = arith.AddIOp(arith.MulIOp(at.block, at.threads).result, at.thread).result
+            shift = arith.MulIOp(slot, count).result
+            view = memref.ViewOp(ir.MemRefType(temp.value.type), buffer, shift,
+                                 list(alloc.opview.dynamicSizes)).result
+        temp.value.replace_all_uses_with(view)
         alloc.erase()
+    return chunks
+
+
+def _slot_bytes(sizes: "HoistedSizes", alloc: ir.Operation, loc) -> ir.Value:
+    """Bytes of one slot for `alloc`, computed before the kernel."""
+    ty = ir.MemRefType(alloc.results[0].type)
+    outer = [sizes.hoist(v) for v in alloc.opview.dynamicSizes]
+    if any(v is None for v in outer):
+        raise UnsupportedConstructError(
+            "a temporary array whose size depends on the iteration, in the body of a "
+            "GPU prange loop (kernels cannot allocate)", loc)
+    count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
+    for extent in ty.shape:
+        # in a branch not taken, a size may be negative: no slot then
+        extent = arith.MaxSIOp(next(sized), const_index(0)).result \
+            if extent == ir.ShapedType.get_dynamic_size() else const_index(extent)
+        count = arith.MulIOp(count, extent).result
+    return count
+
+
+def _leaves_its_run(value: ir.Value) -> bool:
+    """Is the array `value` (and every view of it) unreachable once its
+    allocation runs again? True unless it is handed to a block argument or
+    a region's results, the only ways an SSA value outlives the next
+    run of its definition (arrays are never stored in memory here)."""
+    work, seen = [value], set()
+    while work:
+        current = work.pop()
+        for use in current.uses:
+            op = use.owner.operation
+            if op.name in _HANDING_ON:
+                return False
+            for result in op.results:
+                if isinstance(result.type, ir.MemRefType) and result not in seen:
+                    seen.add(result)
+                    work.append(result)
+    return True
 
 
 class HoistedSizes:

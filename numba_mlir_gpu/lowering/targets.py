@@ -73,10 +73,12 @@ class CPUStrategy:
         from .array_reductions import CHUNKS
         return const_index(CHUNKS)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> None:
-        """The chunks of an array reduction (array_reductions.Chunk)."""
+    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> ir.Value:
+        """The chunks of an array reduction (array_reductions.Chunk); returns
+        the number run."""
         from .array_reductions import chunked_loop
         chunked_loop(lw, total, chunks, chunk)
+        return chunks
 
 
 # CPU reductions: chunks folded by the async runtime's workers.
@@ -149,13 +151,15 @@ class GPUStrategy(CPUStrategy):
                                       arith.MulIOp(size, const_index(itemsize)).result).result
         return chunk_count(total, copy_bytes)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> None:
-        """One block per chunk, its threads sharing each iteration."""
+    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> ir.Value:
+        """One block per chunk, its threads sharing each iteration; returns
+        the number of chunks run (fewer where temporaries need too much
+        scratch memory)."""
         from .gpuarrayreduce import block_threads, launch_chunks
         largest = const_index(1)        # no accumulators (a body that makes arrays): one warp
         for size in sizes:
             largest = arith.MaxUIOp(largest, size).result
-        launch_chunks(lw, total, chunks, block_threads(largest), chunk)
+        return launch_chunks(lw, total, chunks, block_threads(largest), chunk)
 
 
 def _may_miss(lw, stops: list, extents) -> ir.Value:
