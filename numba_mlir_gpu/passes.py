@@ -58,7 +58,7 @@ def cpu_pipeline(threads: int) -> list:
         "convert-async-to-llvm",
         "convert-scf-to-cf",
         *_TO_LLVM_COMMON,
-    ]) + ")"]
+    ]) + ")", zero_for_poison]
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,30 @@ def gpu_pipeline(options: GPUOptions) -> list:
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
     return _DEALLOCATION + [barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_]
+                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_,
+                            zero_for_poison]
+
+
+def zero_for_poison(module) -> None:
+    """llvm.mlir.poison -> llvm.mlir.zero (a refinement, so always allowed).
+
+    lift-cf-to-scf gives a value that is undefined on some path (an array
+    variable before its first assignment) a poison placeholder, and the
+    ownership-based deallocation then compares its pointer: `false and
+    poison` is poison, and a branch on it is undefined behaviour."""
+    from ._mlir import ir, llvm
+    found = []
+
+    def visit(op):
+        if op.name == "llvm.mlir.poison":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in found:
+        with ir.InsertionPoint(op), op.location:
+            zero = llvm.ZeroOp(op.results[0].type).result
+        op.results[0].replace_all_uses_with(zero)
+        op.erase()
 
 
 def barriers_from_markers(module) -> None:

@@ -121,6 +121,31 @@ def test_arguments_the_function_only_overwrites_are_not_copied_in():
     assert seen["read_write"] == {}
 
 
+def test_arguments_written_through_a_variable_bound_in_a_loop_are_copied_back():
+    """`u, v = v, u`: v is a new array, then u; writing v writes argument 0
+    (and reading u reads it), whatever order the assignments come in."""
+    from numba_mlir_gpu.lowering import targets
+    from .test_views import swap_buffers
+    seen = {}
+    spies = {name: getattr(targets, name) for name in ("written_arguments",
+                                                        "overwritten_arguments")}
+
+    def spy(name):
+        def call(func_ir):
+            seen[name] = spies[name](func_ir)
+            return seen[name]
+        return call
+    try:
+        for name in spies:
+            setattr(targets, name, spy(name))
+        placed(swap_buffers, np.ones(8), 3)
+    finally:
+        for name, original in spies.items():
+            setattr(targets, name, original)
+    assert 0 in seen["written_arguments"]
+    assert seen["overwritten_arguments"] == {}
+
+
 def test_returned_arrays_are_managed_and_prefetched_for_numpy_callers():
     host = placed(saxpy_new, np.float32(2), np.ones(8, np.float32), np.ones(8, np.float32))
     assert "call @nmg_alloc_managed_on_device" in host

@@ -9,9 +9,34 @@ from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import Parfor
 
 
+class Aliases:
+    """Which arguments each variable may be, through copies, views and
+    in-place operators. A variable assigned in several places (two
+    branches, a loop: `u = v` at its end) may be any of them."""
+
+    def __init__(self):
+        self.argument: dict[str, int] = {}
+        self.sources: dict[str, set] = {}
+
+    def note(self, name: str, source: str) -> None:
+        self.sources.setdefault(name, set()).add(source)
+
+    def roots(self, name: str) -> set[int]:
+        found, seen, work = set(), {name}, [name]
+        while work:
+            current = work.pop()
+            if current in self.argument:
+                found.add(self.argument[current])
+            for source in self.sources.get(current, ()):
+                if source not in seen:
+                    seen.add(source)
+                    work.append(source)
+        return found
+
+
 def written_arguments(func_ir) -> set[int]:
     """Indices of the arguments whose elements the function may write."""
-    arg_of, alias_of, targets = {}, {}, set()
+    aliases, targets = Aliases(), set()
 
     def walk(blocks):
         for block in blocks:
@@ -21,24 +46,15 @@ def written_arguments(func_ir) -> set[int]:
                 elif isinstance(stmt, nir.Assign):
                     value = stmt.value
                     if isinstance(value, nir.Arg):
-                        arg_of[stmt.target.name] = value.index
+                        aliases.argument[stmt.target.name] = value.index
                     elif isinstance(value, nir.Var):
-                        alias_of[stmt.target.name] = value.name
+                        aliases.note(stmt.target.name, value.name)
                     elif isinstance(value, nir.Expr):
-                        _note_expr(func_ir, stmt.target.name, value, alias_of, targets)
+                        _note_expr(func_ir, stmt.target.name, value, aliases, targets)
                 elif isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
                     targets.add(stmt.target.name)
     walk(func_ir.blocks.values())
-    written = set()
-    for name in targets:
-        seen = set()
-        while name in alias_of and name not in seen:
-            seen.add(name)
-            name = alias_of[name]
-        if name in arg_of:
-            written.add(arg_of[name])
-    return written
-
+    return set().union(*(aliases.roots(name) for name in targets))
 
 
 def overwritten_arguments(func_ir) -> dict[int, list]:
@@ -49,38 +65,32 @@ def overwritten_arguments(func_ir) -> dict[int, list]:
     The mirror of such an argument needs no copy-in when the stops cover its
     shape (checked at run time)."""
     from numba.core.ir_utils import guard
-    arg_of, alias_of = {}, {}
+    aliases = Aliases()
     for block in _all_blocks(func_ir.blocks.values()):
         for stmt in block.body:
             if isinstance(stmt, nir.Assign) and isinstance(stmt.value, nir.Arg):
-                arg_of[stmt.target.name] = stmt.value.index
+                aliases.argument[stmt.target.name] = stmt.value.index
             elif isinstance(stmt, nir.Assign) and isinstance(stmt.value, nir.Var):
-                alias_of[stmt.target.name] = stmt.value.name
-
-    def root(name):
-        seen = set()
-        while name in alias_of and name not in seen:
-            seen.add(name)
-            name = alias_of[name]
-        return arg_of.get(name)
-
+                aliases.note(stmt.target.name, stmt.value.name)
     read, writes = set(), {}
     for block, parfor, first in _blocks_in_context(func_ir):
         for stmt in block.body:
             if isinstance(stmt, nir.Assign) and isinstance(stmt.value, (nir.Arg, nir.Var)):
                 continue
             if isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
-                target = root(stmt.target.name)
-                if target is not None:
-                    index = getattr(stmt, "index", None)
-                    writes.setdefault(target, []).append(
-                        (parfor, first, index.name if isinstance(index, nir.Var) else None))
+                targets = aliases.roots(stmt.target.name)
+                index = getattr(stmt, "index", None)
+                place = (parfor, first, index.name if isinstance(index, nir.Var) else None)
+                for target in targets:
+                    # one of several arrays may be written: the others are read
+                    (writes.setdefault(target, []).append(place) if len(targets) == 1
+                     else read.add(target))
                 used = [v for v in stmt.list_vars() if v.name != stmt.target.name]
             elif isinstance(stmt, nir.Assign) and _only_looks_at_shape(func_ir, stmt.value):
                 continue
             else:
                 used = stmt.list_vars() if not isinstance(stmt, Parfor) else []
-            read.update(a for a in (root(v.name) for v in used) if a is not None)
+            read.update(*(aliases.roots(v.name) for v in used))
     entry = func_ir.blocks[min(func_ir.blocks)]
     result = {}
     for arg, places in writes.items():
@@ -91,7 +101,7 @@ def overwritten_arguments(func_ir) -> dict[int, list]:
                 continue
             if index != parfor.index_var.name:
                 continue
-            stops = [guard(_stop_source, func_ir, nest, arg_of) for nest in parfor.loop_nests]
+            stops = [guard(_stop_source, func_ir, nest) for nest in parfor.loop_nests]
             if all(s is not None for s in stops):
                 result[arg] = stops
                 break
@@ -100,16 +110,15 @@ def overwritten_arguments(func_ir) -> dict[int, list]:
 
 def _only_looks_at_shape(func_ir, value) -> bool:
     """`a.shape`, `a.ndim`, `a.size`, `len(a)`: no element is read."""
-    from numba.core.ir_utils import guard
     if isinstance(value, nir.Expr) and value.op == "getattr":
         return value.attr in ("shape", "ndim", "size")
     if isinstance(value, nir.Expr) and value.op == "call" and len(value.args) == 1:
-        fn = guard(func_ir.get_definition, value.func)
+        fn = _definition(func_ir, value.func)
         return isinstance(fn, (nir.Global, nir.FreeVar)) and fn.value is len
     return False
 
 
-def _stop_source(func_ir, nest, arg_of):
+def _stop_source(func_ir, nest):
     from numba.core.ir_utils import GuardException
     start, step = nest.start, nest.step
     if not (start == 0 or _const(func_ir, start) == 0) or not (step == 1 or _const(func_ir, step) == 1):
@@ -117,21 +126,21 @@ def _stop_source(func_ir, nest, arg_of):
     stop = nest.stop
     if isinstance(stop, int):
         return ("const", stop)
-    value = func_ir.get_definition(stop)
+    value = _definition(func_ir, stop)
     if isinstance(value, nir.Const) and isinstance(value.value, int):
         return ("const", value.value)
     if isinstance(value, nir.Arg):
         return ("value", value.index)
     if isinstance(value, nir.Expr) and value.op in ("static_getitem", "getitem"):
         index = value.index if value.op == "static_getitem" else _const(func_ir, value.index)
-        shape = func_ir.get_definition(value.value)
+        shape = _definition(func_ir, value.value)
         if isinstance(shape, nir.Expr) and shape.op == "getattr" and shape.attr == "shape":
-            array = func_ir.get_definition(shape.value)
+            array = _definition(func_ir, shape.value)
             if isinstance(array, nir.Arg) and isinstance(index, int):
                 return ("dim", array.index, index)
     if isinstance(value, nir.Expr) and value.op == "call" and len(value.args) == 1:
-        fn = func_ir.get_definition(value.func)
-        array = func_ir.get_definition(value.args[0])
+        fn = _definition(func_ir, value.func)
+        array = _definition(func_ir, value.args[0])
         if isinstance(fn, (nir.Global, nir.FreeVar)) and fn.value is len and \
                 isinstance(array, nir.Arg):
             return ("dim", array.index, 0)
@@ -139,8 +148,7 @@ def _stop_source(func_ir, nest, arg_of):
 
 
 def _const(func_ir, var):
-    from numba.core.ir_utils import guard
-    value = guard(func_ir.get_definition, var) if isinstance(var, nir.Var) else var
+    value = _definition(func_ir, var) if isinstance(var, nir.Var) else var
     return value.value if isinstance(value, nir.Const) else value
 
 
@@ -178,14 +186,23 @@ _VIEW_NUMPY_FUNCTIONS = {np.reshape, np.ravel, np.transpose, np.squeeze, np.expa
 def called_object(func_ir, expr):
     """The Python object a call's function variable is bound to (a global,
     or an attribute of a global module such as `np.empty_like`), or None."""
-    from numba.core.ir_utils import guard
-    definition = guard(func_ir.get_definition, expr.func)
+    definition = _definition(func_ir, expr.func)
     if isinstance(definition, nir.Expr) and definition.op == "getattr":
-        module = guard(func_ir.get_definition, definition.value)
+        module = _definition(func_ir, definition.value)
         if isinstance(module, (nir.Global, nir.FreeVar)):
             return getattr(module.value, definition.attr, None)
         return None
     return definition.value if isinstance(definition, (nir.Global, nir.FreeVar)) else None
+
+
+def _definition(func_ir, var):
+    """The one definition of `var`, or None (none known, or several: a
+    variable assigned in a loop or in two branches)."""
+    from numba.core.ir_utils import guard
+    try:
+        return guard(func_ir.get_definition, var)
+    except KeyError:
+        return None
 
 
 def _is_numpy(fn) -> bool:
@@ -204,20 +221,20 @@ def _writes_arguments(fn, expr) -> list:
     return list(expr.args)
 
 
-def _note_expr(func_ir, target: str, expr, alias_of: dict, targets: set) -> None:
+def _note_expr(func_ir, target: str, expr, aliases: Aliases, targets: set) -> None:
     """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`);
     in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
     if expr.op in ("getitem", "static_getitem", "getattr"):
-        alias_of[target] = expr.value.name
+        aliases.note(target, expr.value.name)
     elif expr.op == "inplace_binop":
         targets.add(expr.lhs.name)
-        alias_of[target] = expr.lhs.name
+        aliases.note(target, expr.lhs.name)
     elif expr.op == "call":
         fn = called_object(func_ir, expr)
         targets.update(arg.name for arg in _writes_arguments(fn, expr))
-        if fn is None and expr.func.name in alias_of:     # a method of an array (a.reshape())
+        if fn is None and expr.func.name in aliases.sources:   # a method of an array (a.reshape())
             targets.add(expr.func.name)
-            alias_of[target] = expr.func.name
+            aliases.note(target, expr.func.name)
         elif expr.args and (not _is_numpy(fn) or fn in _VIEW_NUMPY_FUNCTIONS):
-            alias_of[target] = expr.args[0].name     # the result may be a view of it
+            aliases.note(target, expr.args[0].name)     # the result may be a view of it

@@ -8,6 +8,10 @@ instead: every block of the function body takes one block argument per
 carried variable (a memref of any layout), and every branch between them
 passes the variable's current value. A variable not yet assigned on some
 path is passed as an empty placeholder, which a correct program never reads.
+A new array assigned in a loop (`w = w - lr * grad`) is carried the same way:
+upstream's ownership-based buffer deallocation frees each iteration's array
+once the next one replaces it (the block arguments become the loop's
+`scf.while` arguments, with ownership indicators).
 """
 from __future__ import annotations
 
@@ -20,12 +24,6 @@ from .._mlir import memref
 from .build import const_index
 from .types import strided_memref_type
 from .values import ArrayValue
-
-
-def loop_blocks(func_ir) -> set:
-    """Labels of the blocks that lie in a loop of the function body."""
-    cfg = compute_cfg_from_blocks(func_ir.blocks)
-    return {label for loop in cfg.loops().values() for label in loop.body}
 
 
 def carried_arrays(func_ir, typemap) -> list[str]:
@@ -104,7 +102,6 @@ class CarriedArrays:
     def __init__(self, lw, names: list[str]):
         self.lw = lw
         self.names = names
-        self.in_loops = loop_blocks(lw.func_ir) if names else set()
         self.types = [strided_memref_type(lw.typeof(n), lw.loc) for n in names]
         self.placeholders: list = []
 
@@ -120,17 +117,6 @@ class CarriedArrays:
         for i, name in enumerate(self.names):
             self.lw.scope.values[name] = ArrayValue(block.arguments[i], self.lw.typeof(name),
                                                     view=True)
-
-    def check_assignment(self, name: str, value, label: int) -> None:
-        """A new array assigned to a carried variable inside a loop is refused:
-        the buffer deallocation does not handle buffers carried around
-        loops (views and arguments are fine: they own nothing)."""
-        if label in self.in_loops and isinstance(value, ArrayValue) \
-                and not value.view and value.origin is None:
-            from .errors import UnsupportedConstructError
-            raise UnsupportedConstructError(
-                f"assigning a new array to '{name.split('.')[0]}' inside a loop that carries "
-                "it to later iterations or after the loop", self.lw.loc)
 
     def operands(self) -> list:
         """The current values, for a branch to another block of the body."""

@@ -253,8 +253,6 @@ class FunctionLowerer:
             return
         bound = self.scope.values.get(name)
         carried = name in self.carried.names and self.region is self.body_region
-        if carried:
-            self.carried.check_assignment(name, value, self.label)
         if bound is not None and bound is not value and not carried:
             raise UnsupportedConstructError(
                 f"assigning variable '{name}' of type {ty} more than once "
