@@ -232,8 +232,18 @@ def test_a_gpu_array_reduction_calling_a_writer_is_refused():
 def size_depends_on_iteration(x):
     acc = np.zeros(3)
     for i in prange(x.shape[0]):
-        t = x[: i % 3 + 1].copy()
-        acc += t[-1]
+        t = np.ones(i % 3 + 1)
+        t[0] = 2.0
+        acc += t.sum() * x[i]
+    return acc
+
+
+def slice_depends_on_iteration(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        t = x[: i % 3 + 1].copy()      # its slot: as long as x
+        t[0] = 1.0
+        acc += t[-1] + t[0]
     return acc
 
 
@@ -330,11 +340,59 @@ def test_temporaries_in_loops_inside_the_body(n, target):
     check(relaxed_rows, rng.random((n, 6)), 3, target=target, rtol=1e-9)
 
 
+# Temporaries whose size depends on the data or the iteration: their slots are
+# sized by an upper bound (a mask selects at most its length, a slice at most
+# its source).
+
+def masked_means(a, labels, k):
+    out = np.empty((k, a.shape[1]))
+    for i in prange(k):
+        for j in range(a.shape[1]):
+            out[i, j] = np.sum(a[labels == i, j]) / max(np.sum(labels == i), 1)
+    return out
+
+
+def nonzero_per_row(x):
+    s = 0
+    for i in prange(x.shape[0]):
+        s += np.nonzero(x[i])[0].sum()      # written by every thread, no store after it
+    return s
+
+
+def bound_through_a_subtraction(x, mask):
+    out = np.zeros(x.shape[0])
+    for i in prange(x.shape[0]):
+        t = x[mask]
+        u = np.zeros(x.shape[0] - t.shape[0])    # a bound of t's size bounds nothing here
+        out[i] = u.shape[0] + t.sum()
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 5, 3000])
+def test_temporaries_sized_by_the_data(n, target):
+    rng = np.random.default_rng(n + 13)
+    check(masked_means, rng.random((n, 4)), rng.integers(0, 3, n), 3, target=target)
+    check(nonzero_per_row, rng.integers(0, 2, (n, 9)), target=target)
+    check(slice_depends_on_iteration, rng.random(n), target=target, rtol=1e-12)
+
+
+def test_gpu_temporaries_sized_through_a_subtraction_of_a_bound_are_refused():
+    with pytest.raises(UnsupportedConstructError, match="whose size depends on the iteration"):
+        numba_mlir_gpu.njit(target="compile-only")(bound_through_a_subtraction)(
+            np.ones(6), np.ones(6) > 0)
+    rng = np.random.default_rng(14)
+    check(bound_through_a_subtraction, rng.random(9), rng.random(9) > 0.5)
+
+
 def test_gpu_temporaries_in_loops_are_scratch_slots():
     from .test_codegen import all_ptx, compile_only
     a, c = np.ones((4, 3)), np.ones((2, 3))
     for fn, args in [(distances_in_inner_loop, (a, c)), (kmeans_distances, (a, c)),
-                     (temporary_in_inner_loop, (np.ones(4),))]:
+                     (temporary_in_inner_loop, (np.ones(4),)),
+                     (masked_means, (a, np.zeros(4, np.int64), 2)),
+                     (slice_depends_on_iteration, (np.ones(4),)),
+                     (nonzero_per_row, (np.ones((4, 3)),))]:
         ptx = all_ptx(compile_only(fn, *args))
         assert "bar.sync" in ptx and "malloc" not in ptx
 

@@ -149,7 +149,7 @@ def makes_arrays(lw, parfor) -> bool:
                 blocks += list(stmt.loop_body.values()) + [stmt.init_block]
                 continue
             if not isinstance(stmt, nir.Assign) or not isinstance(stmt.value, nir.Expr) or \
-                    not isinstance(types.unliteral(lw.typeof(stmt.target.name)), types.Array):
+                    not _holds_arrays(types.unliteral(lw.typeof(stmt.target.name))):
                 continue
             op = stmt.value.op
             if op in _MAKING_OPS or (op == "getitem" and isinstance(
@@ -157,6 +157,13 @@ def makes_arrays(lw, parfor) -> bool:
                     and _fancy(lw.typeof(stmt.value.index.name))):
                 return True
     return False
+
+
+def _holds_arrays(ty) -> bool:
+    """An array, or a tuple with one (np.nonzero's result)."""
+    if isinstance(ty, types.BaseTuple):
+        return any(_holds_arrays(t) for t in ty.types)
+    return isinstance(ty, types.Array)
 
 
 def _fancy(index_type) -> bool:

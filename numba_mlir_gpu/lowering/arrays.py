@@ -258,20 +258,24 @@ def _shape_values(shape, loc) -> list[ir.Value]:
     raise UnsupportedConstructError(f"the array shape {shape!r}", loc)
 
 
-def allocate(lw, ty: types.Array, extents: list[ir.Value]) -> ArrayValue:
+def allocate(lw, ty: types.Array, extents: list[ir.Value],
+             bounds: list[ir.Value] | None = None) -> ArrayValue:
     """A new array laid out as Numba's type says: C-ordered, or for a
     Fortran-ordered `ty` a transposed C-ordered buffer of the reversed
-    extents (column-major strides, as NumPy's order='F')."""
+    extents (column-major strides, as NumPy's order='F'). `bounds`: upper
+    bounds of data-dependent extents (the true elements of a mask are at
+    most its length), which a GPU kernel's scratch can be sized by."""
     lw.target.check_allocation(lw, lw.loc)
     mty = memref_type(types.Array(ty.dtype, ty.ndim, "C"), lw.loc)
     if is_fortran(ty):
-        buffer = memref.AllocOp(mty, extents[::-1], []).result
+        extents, bounds = extents[::-1], bounds and bounds[::-1]
+        buffer = memref.AllocOp(mty, extents, []).result
         array = fortran_array(buffer, ty, lw.loc)
     else:
         buffer = memref.AllocOp(mty, extents, []).result
         array = ArrayValue(buffer, ty.copy(layout="C"))
     if lw.cooperation is not None:
-        lw.cooperation.allocated(buffer, lw.loc)
+        lw.cooperation.allocated(buffer, lw.loc, bounds)
     return array
 
 

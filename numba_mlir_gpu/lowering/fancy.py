@@ -45,7 +45,7 @@ def _positions(lw, index: ArrayValue, loc) -> ArrayValue:
         memref.StoreOp(arith.AddIOp(memref.LoadOp(counter, []).result, taken).result, counter, [])
     sequential_for([n], count)
     total = memref.LoadOp(counter, []).result
-    positions = allocate(lw, types.Array(types.int64, 1, "C"), [to_index(total)])
+    positions = allocate(lw, types.Array(types.int64, 1, "C"), [to_index(total)], bounds=[n])
     memref.StoreOp(const_i64(0), counter, [])
 
     def fill(indices):

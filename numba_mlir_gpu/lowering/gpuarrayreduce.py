@@ -66,11 +66,16 @@ class BlockCooperation:
             scf.YieldOp([])
         _barrier()
 
-    def allocated(self, value: ir.Value, loc) -> None:
+    def allocated(self, value: ir.Value, loc, bounds: list | None = None) -> None:
         """A temporary array of the body: one per block, or one per thread
         when made inside one of our loops, where each thread runs its own
-        part (scratch.py)."""
-        self.temporaries.append(Temporary(value, loc, per_thread=not self.free))
+        part (scratch.py). A block's slot is reused by the next iteration (or
+        the next run of an inner loop), and every thread writes some arrays
+        itself (a mask's positions): a barrier first, so that no thread still
+        reads the slot's previous array."""
+        if self.free:
+            _barrier()
+        self.temporaries.append(Temporary(value, loc, per_thread=not self.free, bounds=bounds))
 
     def _plain(self, emit) -> None:
         self.free = False

@@ -111,7 +111,8 @@ def nonzero(lw, args, sig, expr):
         lw.target.check_element_access(lw, array, expr.loc)
         (n,) = sequential_fold(extents, [const_i64(0)], lambda ix, accs: [
             count.combine(accs[0], arith.ExtUIOp(i64, is_set(ix)).result)])
-        outputs = [allocate(lw, ty, [to_index(n)]) for ty in result_ty.types]
+        outputs = [allocate(lw, ty, [to_index(n)], bounds=[product(extents)])
+                   for ty in result_ty.types]
         sequential_fold(extents, [const_i64(0)], lambda ix, accs: [write(ix, accs[0], outputs)])
         return TupleValue(outputs, result_ty)
     scan = ChunkedScan(product(extents), count, lambda k, accs: [

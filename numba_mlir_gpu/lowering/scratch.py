@@ -46,6 +46,7 @@ class Temporary:
     value: ir.Value
     loc: object
     per_thread: bool
+    bounds: list | None = None      # upper bounds of its dynamic sizes (arrays.allocate)
 
 
 @dataclass
@@ -76,7 +77,7 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: Kernel
                 raise UnsupportedConstructError(
                     "a temporary array made in a loop inside the body of a GPU prange loop "
                     "run in chunks and carried to its next iteration", temp.loc)
-            count = _slot_bytes(sizes, alloc, temp.loc)
+            count = _slot_bytes(sizes, temp)
             copies = at.threads_before if temp.per_thread else const_index(1)
             per_chunk = arith.AddIOp(per_chunk, arith.MulIOp(count, copies).result).result
             slots.append((count, copies))
@@ -102,14 +103,21 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: Kernel
     return chunks
 
 
-def _slot_bytes(sizes: "HoistedSizes", alloc: ir.Operation, loc) -> ir.Value:
-    """Bytes of one slot for `alloc`, computed before the kernel."""
-    ty = ir.MemRefType(alloc.results[0].type)
-    outer = [sizes.hoist(v) for v in alloc.opview.dynamicSizes]
+def _slot_bytes(sizes: "HoistedSizes", temp: Temporary) -> ir.Value:
+    """Bytes of one slot for `temp`, computed before the kernel: from its
+    sizes, or where they depend on the data, from their upper bounds."""
+    loc, ty = temp.loc, ir.MemRefType(temp.value.type)
+    dynamic = list(_op(temp.value).opview.dynamicSizes)
+    bounds = temp.bounds or [None] * len(dynamic)
+    outer = [sizes.hoist(v) if bound is None else sizes.hoist(bound)
+             for v, bound in zip(dynamic, bounds)]
     if any(v is None for v in outer):
         raise UnsupportedConstructError(
             "a temporary array whose size depends on the iteration, in the body of a "
             "GPU prange loop (kernels cannot allocate)", loc)
+    if temp.bounds:
+        sizes.bounded[temp.value] = outer
+        sizes.inexact.update(v for v, bound in zip(outer, bounds) if bound is not None)
     count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
     for extent in ty.shape:
         # in a branch not taken, a size may be negative: no slot then
@@ -139,11 +147,18 @@ def _leaves_its_run(value: ir.Value) -> bool:
 
 
 class HoistedSizes:
-    """Values of a kernel body recomputed before the kernel, or None."""
+    """Values of a kernel body recomputed before the kernel, or None.
+
+    The extents of a temporary whose sizes depend on the data are known only
+    as upper bounds (`bounded`); values computed from them stay upper bounds
+    (`inexact`) through operations that never decrease as an operand grows,
+    and are None through any other."""
 
     def __init__(self, launch: ir.Operation):
         self.launch = launch
         self.done: dict = {}
+        self.bounded: dict = {}       # temporary -> its hoisted extents (maybe bounds)
+        self.inexact: set = set()
 
     def hoist(self, value: ir.Value):
         if not self._inside(value):
@@ -173,11 +188,16 @@ class HoistedSizes:
             operands = [self.hoist(v) for v in op.operands]
             if any(v is None for v in operands):
                 return None
+            bound = any(v in self.inexact for v in operands)
+            if bound and not _monotone(name, operands):
+                return None
             if name in _DIVISIONS and not _constant(operands[1]):
                 operands[1] = _nonzero(operands[1])
             new = op.clone()
             for i, v in enumerate(operands):
                 new.operands[i] = v
+            if bound:
+                self.inexact.add(new.results[0])
             return new.results[0]
         return None
 
@@ -193,6 +213,8 @@ class HoistedSizes:
         op = _op(array)
         if op.name == "memref.cast":
             return self.extent(op.operands[0], axis)
+        if array in self.bounded:
+            return self.bounded[array][_dynamic_before(shape, axis)]
         if op.name in ("memref.alloc", "memref.view"):
             sizes = list(op.opview.dynamicSizes if op.name == "memref.alloc" else op.opview.sizes)
             return self.hoist(sizes[_dynamic_before(shape, axis)])
@@ -206,7 +228,14 @@ class HoistedSizes:
             where = kept[axis]
             dynamic = ir.ShapedType.get_dynamic_size()
             position = sum(1 for s in static[:where] if s == dynamic)
-            return self.hoist(list(op.opview.sizes)[position])
+            exact = self.hoist(list(op.opview.sizes)[position])
+            if exact is not None or op.name != "memref.subview":
+                return exact
+            # a slice that depends on the iteration (x[:i]): at most its source
+            bound = self.extent(op.operands[0], where)
+            if bound is not None:
+                self.inexact.add(bound)
+            return bound
         return None
 
     def _inside(self, value: ir.Value) -> bool:
@@ -218,6 +247,17 @@ class HoistedSizes:
                 return True
             op = op.parent.operation if op.parent is not None else None
         return False
+
+
+# Operations whose result never decreases when an operand grows.
+_MONOTONE = {"arith.addi", "arith.maxsi", "arith.maxui", "arith.minsi", "arith.minui",
+             "arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"}
+
+
+def _monotone(name: str, operands: list) -> bool:
+    if name == "arith.muli":         # by a non-negative constant
+        return any((_constant(v) is not None and _constant(v) >= 0) for v in operands)
+    return name in _MONOTONE
 
 
 def _op(value: ir.Value) -> ir.Operation:
