@@ -155,6 +155,25 @@ def test_views_match_numba(fn, make_args, target):
     check(fn, *make_args(), target=target)
 
 
+def slice_constant_sums(ts):
+    """A slice object the function closes over (Numba's
+    test_parfor_array_access_lower_slice uses a global): a compile-time
+    constant."""
+    def sums(x):
+        y = 0
+        for i in prange(x.shape[0]):
+            y += x[i, ts].sum()
+        return y
+    return sums
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ts", [slice(1, 3, None), slice(2, None, None), slice(None, 2, -1),
+                                slice(None, None, None), slice(None, None, -2)])
+def test_constant_slice_objects(ts, target):
+    check(slice_constant_sums(ts), np.arange(40).reshape(10, 4), target=target)
+
+
 def bad_reshape(a):
     return a.reshape((5, 5))
 

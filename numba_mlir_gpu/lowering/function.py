@@ -26,7 +26,7 @@ from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_r
 from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
                     storage_type)
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
-                     TupleValue)
+                     SliceValue, TupleValue)
 
 
 class Scope:
@@ -290,6 +290,9 @@ class FunctionLowerer:
             return TupleValue([self.constant(v, t) for v, t in zip(value, ty.types)], ty)
         if isinstance(ty, types.Array) and isinstance(value, np.ndarray):
             return self.global_array(value, ty)
+        if isinstance(ty, types.SliceType) and isinstance(value, slice):     # a global slice
+            return SliceValue(*(None if v is None else const(types.int64, v)
+                                for v in (value.start, value.stop, value.step)))
         return PyValue(value)
 
     def global_array(self, value: np.ndarray, ty: types.Array) -> ArrayValue:
