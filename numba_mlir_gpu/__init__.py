@@ -12,7 +12,7 @@ from ._libs import load_mlir
 
 load_mlir()   # fail at import, with the package to install, if MLIR is missing
 
-from . import memory  # noqa: E402,F401  (registers typing of GPU arrays)
+from . import caching, memory  # noqa: E402,F401  (cache keys; typing of GPU arrays)
 from .api import compiled_function, inspect_mlir, inspect_ptx, njit  # noqa: E402
 from .pipeline import MLIRGPUPipeline  # noqa: E402
 from .target import ENV_TARGET, NoGPUWarning  # noqa: E402

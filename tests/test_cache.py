@@ -39,11 +39,11 @@ RUN = textwrap.dedent("""
 """)
 
 
-def run_in_new_process(folder) -> dict:
+def run_in_new_process(folder, script: str = RUN, **environment) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(folder / "cache"),
                PYTHONPATH=os.pathsep.join([str(folder), os.getcwd(),
-                                           os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-c", RUN], cwd=folder, env=env,
+                                           os.environ.get("PYTHONPATH", "")]), **environment)
+    done = subprocess.run([sys.executable, "-c", script], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -59,3 +59,46 @@ def test_second_process_loads_from_the_cache(tmp_path, target):
     expected = 2.0 * __import__("numpy").arange(1000) + 1
     assert second["out"] == first["out"] == expected.tolist()
     assert second["total"] == first["total"] == expected.sum()
+
+
+# One function, compiled by Numba's own lowering and by ours for two targets:
+# each finds only its own code in the cache.
+SHARED = textwrap.dedent("""
+    import numba, numba_mlir_gpu
+
+    def add_one(x):
+        return x + 1
+
+    numba_plain = numba.njit(cache=True)(add_one)
+    ours = numba_mlir_gpu.njit(cache=True)(add_one)      # target from the environment
+""")
+
+RUN_SHARED = textwrap.dedent("""
+    import json, sys, warnings
+    import numpy as np
+    warnings.simplefilter("ignore")
+    import shared_fn
+    from numba_mlir_gpu import jit
+    which = getattr(shared_fn, sys.argv[1])
+    try:
+        result = which(np.arange(3.0)).tolist()
+    except Exception as e:
+        result = type(e).__name__
+    print(json.dumps({"pipeline_runs": jit.PIPELINE_RUNS, "result": result,
+                      "hits": sum(which.stats.cache_hits.values())}))
+""")
+
+
+def test_cache_entries_are_kept_apart_by_pipeline_and_target(tmp_path):
+    (tmp_path / "shared_fn.py").write_text(SHARED)
+
+    def run(which, target):
+        return run_in_new_process(tmp_path, RUN_SHARED.replace("sys.argv[1]", repr(which)),
+                                  NUMBA_MLIR_GPU_TARGET=target)
+    assert run("numba_plain", "cpu")["result"] == [1.0, 2.0, 3.0]
+    first = run("ours", "cpu")             # Numba's entry is not ours: compiled again
+    assert first == {"pipeline_runs": 1, "result": [1.0, 2.0, 3.0], "hits": 0}
+    other = run("ours", "compile-only")    # the CPU entry is not this target's
+    assert other == {"pipeline_runs": 1, "result": "CompileOnlyError", "hits": 0}
+    again = run("ours", "cpu")
+    assert again == {"pipeline_runs": 0, "result": [1.0, 2.0, 3.0], "hits": 1}
