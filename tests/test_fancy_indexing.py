@@ -71,3 +71,22 @@ CASES = [
                          ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(CASES)])
 def test_fancy_indexing_matches_numba(fn, make_args, target):
     check(fn, *make_args(), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 4095, 3 * 4096 + 17])
+def test_masks_across_scan_chunks(n, target):
+    # the positions of a mask come from np.nonzero's scan (4096 chunks)
+    rng = np.random.default_rng(n)
+    a, mask = rng.random(n), rng.random(n) < 0.3
+    check(mask_read, a, mask, target=target)
+    check(mask_assign_array, a, mask, rng.random(int(mask.sum())), target=target)
+    check(mask_square, a, a > 0.5, target=target)
+
+
+def test_gpu_mask_indexing_is_kernels():
+    """A mask's positions (count, scan, write) and the writes through it are
+    kernels, not host loops over the mask."""
+    from .test_codegen import all_ptx, compile_only, entries
+    ptx = all_ptx(compile_only(mask_assign_array, np.ones(8), np.ones(8) > 0, np.ones(8)))
+    assert len(entries(ptx)) == 3      # count per chunk, positions per chunk, the writes

@@ -1,16 +1,17 @@
 """Advanced (fancy) indexing with one 1-d index array: `a[idx]`, `a[mask]`,
 `A[:, idx]`, and the assignments `a[mask] = v`, `a[idx] = v`.
 
-A boolean mask is first turned into the positions of its true elements (a
-sequential count, then a sequential fill). Reading gathers into a new array
-in parallel; writing walks the selection in order, so that repeated indices
-end with the last value as in NumPy.
+A boolean mask is first turned into the positions of its true elements (as
+np.nonzero: a parallel scan, or in order inside a parallel body). Reading
+gathers into a new array in parallel. Writing through a mask is parallel too
+(each position once); through an index array it walks the selection in
+order, so that repeated indices end with the last value as in NumPy.
 """
 from __future__ import annotations
 
 from numba.core import types
 
-from .._mlir import arith, ir, memref, scf
+from .._mlir import arith
 from .arrays import allocate, load_element, store_element
 from .build import cmpi, const_i64, dim, select, to_i64, to_index
 from .casts import cast
@@ -28,40 +29,15 @@ def is_advanced_index(index_ty) -> bool:
 
 def _positions(lw, index: ArrayValue, loc) -> ArrayValue:
     """The index array as int64 positions; a boolean mask becomes the
-    positions of its true elements."""
+    positions of its true elements (np.nonzero's scan: kernels on the GPU)."""
     if index.type.ndim != 1:
         raise UnsupportedConstructError(f"indexing with a {index.type.ndim}-d index array", loc)
     if not isinstance(index.type.dtype, types.Boolean):
         if not isinstance(index.type.dtype, types.Integer):
             raise UnsupportedConstructError(f"indexing with {index.type}", loc)
         return index
-    i64 = ir.IntegerType.get_signless(64)
-    counter = memref.AllocaOp(ir.MemRefType.get([], i64), [], []).result
-    memref.StoreOp(const_i64(0), counter, [])
-    n = dim(index.memref, 0)
-
-    def count(indices):
-        taken = arith.ExtUIOp(i64, load_element(index, indices)).result
-        memref.StoreOp(arith.AddIOp(memref.LoadOp(counter, []).result, taken).result, counter, [])
-    sequential_for([n], count)
-    total = memref.LoadOp(counter, []).result
-    positions = allocate(lw, types.Array(types.int64, 1, "C"), [to_index(total)], bounds=[n])
-    memref.StoreOp(const_i64(0), counter, [])
-
-    def fill(indices):
-        taken = load_element(index, indices)
-        if_op = _if(taken)
-        with ir.InsertionPoint(if_op.then_block):
-            at = memref.LoadOp(counter, []).result
-            store_element(to_i64(indices[0]), positions, [to_index(at)])
-            memref.StoreOp(arith.AddIOp(at, const_i64(1)).result, counter, [])
-            scf.YieldOp([])
-    sequential_for([n], fill)
-    return positions
-
-
-def _if(cond):
-    return scf.IfOp(cond)
+    from .scans import nonzero_indices
+    return nonzero_indices(lw, index, [types.Array(types.int64, 1, "C")], loc)[0]
 
 
 class Selection:
@@ -81,6 +57,7 @@ class Selection:
         full = (SliceValue(None, None, None), types.slice2_type)
         parts = parts + [full] * (ndim - len(parts))
         self.array = array
+        self.unique = False     # no element selected twice (a mask)
         self.axes = []          # per source axis: ("int", v) / ("slice", start, step) / ("adv", pos)
         self.extents = []
         for axis, (value, ty) in enumerate(parts):
@@ -96,6 +73,7 @@ class Selection:
                 self.axes.append(("slice", start, step))
                 self.extents.append(to_index(length))
             elif isinstance(ty, types.Array):
+                self.unique = isinstance(ty.dtype, types.Boolean)
                 positions = _positions(lw, value, loc)
                 self.axes.append(("adv", positions, extent))
                 self.extents.append(dim(positions.memref, 0))
@@ -151,4 +129,7 @@ def fancy_setitem(lw, array: ArrayValue, index, index_ty, value, value_ty, loc) 
         element = broadcast_element(value, indices)
         store_element(cast(element, element_ty, array.type.dtype), array,
                       selection.source_indices(indices))
-    sequential_for(selection.extents, body)
+    if selection.unique:      # a mask's positions: each element is written once
+        parallel_for(lw, selection.extents, body)
+    else:
+        sequential_for(selection.extents, body)

@@ -80,14 +80,20 @@ def _parallel(lw) -> bool:
 # -- nonzero -----------------------------------------------------------------------
 
 def nonzero(lw, args, sig, expr):
-    """np.nonzero(a) / np.where(a) / a.nonzero(): the non-zero elements
-    counted per chunk, then each chunk writes the indices of its elements
-    from its starting position (row-major order, as NumPy)."""
+    """np.nonzero(a) / np.where(a) / a.nonzero()."""
     array = args[0]
     result_ty = types.unliteral(sig.return_type)
     if len(args) != 1 or not isinstance(array, ArrayValue) or \
             not isinstance(result_ty, types.BaseTuple):
         raise UnsupportedConstructError(f"np.nonzero of {', '.join(map(str, sig.args))}", expr.loc)
+    return TupleValue(nonzero_indices(lw, array, list(result_ty.types), expr.loc), result_ty)
+
+
+def nonzero_indices(lw, array: ArrayValue, result_types: list, loc) -> list[ArrayValue]:
+    """The indices of the non-zero elements of `array`, one array of
+    `result_types` per dimension: counted per chunk, then each chunk writes
+    the indices of its elements from its starting position (row-major order,
+    as NumPy). Inside a parallel body, two passes in order."""
     dtype = array.type.dtype
     extents = shape_of(array)
     i64 = ir.IntegerType.get_signless(64)
@@ -108,18 +114,18 @@ def nonzero(lw, args, sig, expr):
         return branch.results[0]
 
     if not _parallel(lw):
-        lw.target.check_element_access(lw, array, expr.loc)
+        lw.target.check_element_access(lw, array, loc)
         (n,) = sequential_fold(extents, [const_i64(0)], lambda ix, accs: [
             count.combine(accs[0], arith.ExtUIOp(i64, is_set(ix)).result)])
         outputs = [allocate(lw, ty, [to_index(n)], bounds=[product(extents)])
-                   for ty in result_ty.types]
+                   for ty in result_types]
         sequential_fold(extents, [const_i64(0)], lambda ix, accs: [write(ix, accs[0], outputs)])
-        return TupleValue(outputs, result_ty)
+        return outputs
     scan = ChunkedScan(product(extents), count, lambda k, accs: [
         count.combine(accs[0], arith.ExtUIOp(i64, is_set(delinearize(k, extents))).result)])
-    outputs = [allocate(lw, ty, [to_index(scan.grand_total)]) for ty in result_ty.types]
+    outputs = [allocate(lw, ty, [to_index(scan.grand_total)]) for ty in result_types]
     scan.rescan(lambda k, position: write(delinearize(k, extents), position, outputs))
-    return TupleValue(outputs, result_ty)
+    return outputs
 
 
 call_rules.register(np.nonzero)(nonzero)
