@@ -289,12 +289,21 @@ def size_depends_on_inner_loop(x):
     return acc
 
 
-@pytest.mark.parametrize("fn", [size_depends_on_iteration, size_depends_on_inner_loop])
-def test_gpu_temporaries_sized_by_the_iteration_are_refused_clearly(fn):
+def size_depends_on_the_data(x):
+    acc = np.zeros(3)
+    for i in prange(x.shape[0]):
+        t = np.ones(int(x[i]) % 3 + 1)
+        t[0] = 2.0
+        acc += t.sum()
+    return acc
+
+
+@pytest.mark.parametrize("fn", [size_depends_on_the_data, size_depends_on_inner_loop])
+def test_gpu_temporaries_sized_by_the_body_are_refused_clearly(fn):
     with pytest.raises(UnsupportedConstructError) as info:
         numba_mlir_gpu.njit(target="compile-only")(fn)(np.ones(8))
     message = str(info.value)
-    assert "whose size depends on the iteration" in message
+    assert "whose size depends on the data or on variables of the body" in message
     assert "test_array_reductions.py" in message
     check(fn, np.arange(8.0))          # the CPU target runs them
 
@@ -377,8 +386,26 @@ def test_temporaries_sized_by_the_data(n, target):
     check(slice_depends_on_iteration, rng.random(n), target=target, rtol=1e-12)
 
 
+def prefix_sums(x):
+    out = np.empty(x.shape[0])
+    for i in prange(x.shape[0]):
+        t = x[:i + 1] * 2.0            # as long as the iteration number
+        out[i] = t.sum()
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [0, 1, 8, 2500])
+def test_temporaries_sized_by_the_iteration(n, target):
+    """Their slots are as large as the largest size over the loop: a max
+    reduction (a kernel) before the chunk kernel."""
+    rng = np.random.default_rng(n + 17)
+    check(size_depends_on_iteration, rng.random(n), target=target, rtol=1e-12)
+    check(prefix_sums, rng.random(n), target=target, rtol=1e-12)
+
+
 def test_gpu_temporaries_sized_through_a_subtraction_of_a_bound_are_refused():
-    with pytest.raises(UnsupportedConstructError, match="whose size depends on the iteration"):
+    with pytest.raises(UnsupportedConstructError, match="whose size depends on the data"):
         numba_mlir_gpu.njit(target="compile-only")(bound_through_a_subtraction)(
             np.ones(6), np.ones(6) > 0)
     rng = np.random.default_rng(14)
@@ -392,6 +419,7 @@ def test_gpu_temporaries_in_loops_are_scratch_slots():
                      (temporary_in_inner_loop, (np.ones(4),)),
                      (masked_means, (a, np.zeros(4, np.int64), 2)),
                      (slice_depends_on_iteration, (np.ones(4),)),
+                     (prefix_sums, (np.ones(4),)),
                      (nonzero_per_row, (np.ones((4, 3)),))]:
         ptx = all_ptx(compile_only(fn, *args))
         assert "bar.sync" in ptx and "malloc" not in ptx

@@ -125,7 +125,7 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chun
     finally:
         lw.parallel_depth -= 1
         lw.cooperation = outer
-    run = hoist_temporaries(launch.operation, loop, KernelIndices(block, thread, block_dim, threads),
-                            chunks, temporaries)
+    indices = KernelIndices(block, thread, block_dim, threads, total, lw.mlower.module)
+    run = hoist_temporaries(launch.operation, loop, indices, chunks, temporaries)
     launch.operation.operands[list(launch.operation.operands).index(chunks)] = run
     return run

@@ -52,11 +52,14 @@ class Temporary:
 @dataclass
 class KernelIndices:
     """Values of the chunk kernel: inside it, its block and thread and the
-    threads per block; before it, the threads per block."""
+    threads per block; before it, the threads per block and the iteration
+    count; the module (for the kernels made before it)."""
     block: ir.Value
     thread: ir.Value
     threads: ir.Value
     threads_before: ir.Value
+    total: ir.Value
+    module: ir.Module
 
 
 def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: KernelIndices,
@@ -67,7 +70,8 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: Kernel
     that many blocks."""
     if not temporaries:
         return chunks
-    sizes = HoistedSizes(launch)
+    iteration = chunk_loop.regions[0].blocks[0].arguments[0]
+    sizes = HoistedSizes(launch, Iterations(iteration, at.total, at.module))
     slots = []
     with ir.InsertionPoint(launch), launch.location:
         per_chunk = const_index(0)
@@ -105,19 +109,22 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: Kernel
 
 def _slot_bytes(sizes: "HoistedSizes", temp: Temporary) -> ir.Value:
     """Bytes of one slot for `temp`, computed before the kernel: from its
-    sizes, or where they depend on the data, from their upper bounds."""
+    sizes; where they depend on the data, from their upper bounds; where
+    they depend on the iteration, from their largest value over the loop."""
     loc, ty = temp.loc, ir.MemRefType(temp.value.type)
     dynamic = list(_op(temp.value).opview.dynamicSizes)
     bounds = temp.bounds or [None] * len(dynamic)
-    outer = [sizes.hoist(v) if bound is None else sizes.hoist(bound)
-             for v, bound in zip(dynamic, bounds)]
+    outer = []
+    for value, bound in zip(dynamic, bounds):
+        if bound is not None:
+            outer.append(sizes.upper(sizes.hoist(bound)))
+            continue
+        exact = sizes.hoist(value)
+        outer.append(exact if exact is not None else sizes.largest(value, loc))
     if any(v is None for v in outer):
-        raise UnsupportedConstructError(
-            "a temporary array whose size depends on the iteration, in the body of a "
-            "GPU prange loop (kernels cannot allocate)", loc)
-    if temp.bounds:
+        raise UnsupportedConstructError(_UNSIZED, loc)
+    if any(v in sizes.inexact for v in outer):
         sizes.bounded[temp.value] = outer
-        sizes.inexact.update(v for v, bound in zip(outer, bounds) if bound is not None)
     count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
     for extent in ty.shape:
         # in a branch not taken, a size may be negative: no slot then
@@ -146,18 +153,37 @@ def _leaves_its_run(value: ir.Value) -> bool:
     return True
 
 
+_UNSIZED = ("a temporary array whose size depends on the data or on variables of the body "
+            "other than the iteration, in the body of a GPU prange loop (kernels cannot "
+            "allocate)")
+
+
+@dataclass
+class Iterations:
+    """The chunk loop's iteration number (inside the kernel), the iteration
+    count and the module, for `HoistedSizes.largest`."""
+    variable: ir.Value
+    total: ir.Value
+    module: ir.Module
+
+
 class HoistedSizes:
-    """Values of a kernel body recomputed before the kernel, or None.
+    """Values of a kernel body recomputed outside the kernel (at the current
+    insertion point), or None. `free` maps block arguments of the kernel
+    (the iteration number) to values given for them.
 
-    The extents of a temporary whose sizes depend on the data are known only
-    as upper bounds (`bounded`); values computed from them stay upper bounds
-    (`inexact`) through operations that never decrease as an operand grows,
-    and are None through any other."""
+    The extents of a temporary whose sizes depend on the data or the
+    iteration are known only as upper bounds (`bounded`); values computed
+    from them stay upper bounds (`inexact`) through operations that never
+    decrease as an operand grows, and are None through any other."""
 
-    def __init__(self, launch: ir.Operation):
+    def __init__(self, launch: ir.Operation, iterations: Iterations | None = None,
+                 free: dict | None = None):
         self.launch = launch
+        self.iterations = iterations
+        self.free = free or {}
         self.done: dict = {}
-        self.bounded: dict = {}       # temporary -> its hoisted extents (maybe bounds)
+        self.bounded: dict = {}       # temporary -> its hoisted extents (some bounds)
         self.inexact: set = set()
 
     def hoist(self, value: ir.Value):
@@ -167,9 +193,38 @@ class HoistedSizes:
             self.done[value] = self._hoist(value)
         return self.done[value]
 
+    def upper(self, value):
+        """`value` (or None), known as an upper bound only."""
+        if value is not None:
+            self.inexact.add(value)
+        return value
+
+    def largest(self, value: ir.Value, loc) -> ir.Value:
+        """The largest value (at least 0) that `value`, an index computed from
+        the iteration number and values known before the kernel, takes over
+        the chunk loop: a GPU max reduction run before the launch. Anything
+        else of the body in it (the data, inner loop variables) is refused."""
+        from numba.core import types
+        from .gpureduce import tree_reduce
+        from .parfors import Reduction
+        if self.iterations is None:
+            raise UnsupportedConstructError(_UNSIZED, loc)
+        loop = self.iterations
+        largest = Reduction("size", types.int64, max, 0)
+        i64 = ir.IntegerType.get_signless(64)
+
+        def step(k, accs):
+            inner = HoistedSizes(self.launch, free={loop.variable: k})
+            size = inner.hoist(value)
+            if size is None or inner.inexact:
+                raise UnsupportedConstructError(_UNSIZED, loc)
+            return [largest.combine(accs[0], arith.IndexCastOp(i64, size).result)]
+        (most,) = tree_reduce(loop.module, loop.total, [largest], step)
+        return self.upper(arith.IndexCastOp(ir.IndexType.get(), most).result)
+
     def _hoist(self, value: ir.Value):
         if isinstance(value.owner, ir.Block):
-            return None       # a loop variable or a kernel index
+            return self.free.get(value)     # a loop variable or a kernel index: None
         op = _op(value)
         name = op.name
         if name == "memref.dim":
