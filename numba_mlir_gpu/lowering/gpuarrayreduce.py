@@ -16,10 +16,10 @@ the bits of the result, never depend on the device or on timing.
 array_reductions.fold_copies then folds the copies in chunk order.
 
 Temporary arrays the body makes (`acc += w * x[i]`) cannot be allocated in
-a kernel: each allocation whose sizes do not depend on the iteration is
-hoisted before the launch as one buffer with a slot per block (or per thread,
-for one made inside an element loop), and the kernel uses its slot
-(scratch.py); any other one is refused, naming its source line.
+a kernel: each allocation becomes a buffer allocated before the launch, with
+a slot per block (or per thread, for one made inside an element loop), which
+the kernel uses (scratch.py says how slots are sized); one that cannot be
+sized before the launch is refused, naming its source line.
 """
 from __future__ import annotations
 

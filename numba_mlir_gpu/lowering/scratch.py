@@ -17,9 +17,12 @@ once; a divisor that may be zero is replaced by 1 there, as that division
 would have faulted). An allocation run more than once per iteration (in a
 loop inside the body) reuses its slot: each run's array is dead when the
 next starts, since an array of a loop body is never carried to a later
-iteration (`_leaves_its_run` checks). Allocations whose sizes depend on the
-iteration are refused with their source line. The scratch of one chunk is
-kept under SCRATCH_BYTES for all chunks together by running fewer chunks.
+iteration (`_leaves_its_run` checks). A size that depends on the data takes
+an upper bound where one is known (a mask's length, a slice's source); one
+computed from the iteration number takes its largest value over the loop (a
+max reduction kernel launched first); any other is refused with its source
+line. The scratch of one loop is kept under SCRATCH_BYTES, all chunks
+together, by running fewer chunks.
 """
 from __future__ import annotations
 
@@ -215,8 +218,8 @@ class HoistedSizes:
 
         def step(k, accs):
             inner = HoistedSizes(self.launch, free={loop.variable: k})
-            size = inner.hoist(value)
-            if size is None or inner.inexact:
+            size = inner.hoist(value)       # (the largest of upper bounds is one too)
+            if size is None:
                 raise UnsupportedConstructError(_UNSIZED, loc)
             return [largest.combine(accs[0], arith.IndexCastOp(i64, size).result)]
         (most,) = tree_reduce(loop.module, loop.total, [largest], step)
@@ -287,10 +290,7 @@ class HoistedSizes:
             if exact is not None or op.name != "memref.subview":
                 return exact
             # a slice that depends on the iteration (x[:i]): at most its source
-            bound = self.extent(op.operands[0], where)
-            if bound is not None:
-                self.inexact.add(bound)
-            return bound
+            return self.upper(self.extent(op.operands[0], where))
         return None
 
     def _inside(self, value: ir.Value) -> bool:
