@@ -81,10 +81,10 @@ def overwritten_arguments(func_ir) -> dict[int, list]:
                 targets = aliases.roots(stmt.target.name)
                 index = getattr(stmt, "index", None)
                 place = (parfor, first, index.name if isinstance(index, nir.Var) else None)
-                for target in targets:
-                    # one of several arrays may be written: the others are read
-                    (writes.setdefault(target, []).append(place) if len(targets) == 1
-                     else read.add(target))
+                if len(targets) == 1:
+                    writes.setdefault(targets.pop(), []).append(place)
+                else:       # one of several arrays is written: count them all as read
+                    read.update(targets)
                 used = [v for v in stmt.list_vars() if v.name != stmt.target.name]
             elif isinstance(stmt, nir.Assign) and _only_looks_at_shape(func_ir, stmt.value):
                 continue
