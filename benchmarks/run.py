@@ -25,9 +25,9 @@ import numpy as np
 
 import numba
 import numba_mlir_gpu
-import numba_mlir_gpu.passes
+import numba_mlir_gpu.compiler.passes
 
-ENV_LAUNCH = getattr(numba_mlir_gpu.passes, "ENV_LAUNCH", "NUMBA_MLIR_GPU_LAUNCH")
+ENV_LAUNCH = getattr(numba_mlir_gpu.compiler.passes, "ENV_LAUNCH", "NUMBA_MLIR_GPU_LAUNCH")
 
 from .cases import Case, cases, cupy_kernels, tiny
 
@@ -278,7 +278,7 @@ def call_latency(env: Env, calls: int = 200, batches: int = 15) -> dict:
     dx, dout = env.to_device((x, np.empty_like(x)))
     sync = env.cp.cuda.Device().synchronize if env.gpu else (lambda: None)
     res["ours"] = _per_call(lambda: ours(dx, dout), calls, batches, sync)
-    # the same pipeline behind Numba's own dispatcher (no dispatch.py shortcut)
+    # the same pipeline behind Numba's own dispatcher (no frontend/dispatch.py shortcut)
     plain = numba.njit(pipeline_class=numba_mlir_gpu.api.pipeline_for(env.target))(tiny)
     res["ours_numba_dispatcher"] = _per_call(lambda: plain(dx, dout), calls, batches, sync)
     if env.gpu:

@@ -220,7 +220,7 @@ FIRST = textwrap.dedent("""
     t = time.perf_counter()
     import cached_fn
     r = cached_fn.saxpy_sum(np.float32(2), np.ones(1000, np.float32), np.ones(1000, np.float32))
-    from numba_mlir_gpu import jit
+    from numba_mlir_gpu.compiler import jit
     print(json.dumps({"s": time.perf_counter() - t, "r": float(r),
                       "runs": getattr(jit, "PIPELINE_RUNS", -1)}))
 """)

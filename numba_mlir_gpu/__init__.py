@@ -9,14 +9,16 @@
 from __future__ import annotations
 
 from ._libs import load_mlir
+from ._version import __version__
 
 load_mlir()   # fail at import, with the package to install, if MLIR is missing
 
-from . import caching, memory  # noqa: E402,F401  (cache keys; typing of GPU arrays)
+from .runtime import device_arrays  # noqa: E402,F401  (typing of GPU arrays)
+from .frontend import caching  # noqa: E402,F401  (cache keys of our dispatchers)
 from .api import compiled_function, inspect_mlir, inspect_ptx, njit  # noqa: E402
-from .pipeline import MLIRGPUPipeline  # noqa: E402
-from .target import ENV_TARGET, NoGPUWarning  # noqa: E402
+from .frontend.pipeline import MLIRGPUPipeline  # noqa: E402
+from .lowering.errors import MLIRCompilationError, UnsupportedConstructError  # noqa: E402
+from .targets.choice import ENV_TARGET, NoGPUWarning  # noqa: E402
 
 __all__ = ["MLIRGPUPipeline", "njit", "inspect_mlir", "inspect_ptx", "compiled_function",
-           "ENV_TARGET", "NoGPUWarning"]
-__version__ = "0.1.0"
+           "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError", "MLIRCompilationError"]

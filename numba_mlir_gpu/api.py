@@ -8,10 +8,10 @@ from typing import Optional
 import numba
 from numba.core.dispatcher import Dispatcher
 
-from .compile import CompiledFunction
-from .dispatch import with_device_shortcut
-from .pipeline import MLIRGPUPipeline
-from .target import TARGETS
+from .compiler import CompiledFunction
+from .frontend.dispatch import with_device_shortcut
+from .frontend.pipeline import MLIRGPUPipeline
+from .targets.choice import TARGETS
 
 
 @functools.lru_cache(maxsize=None)

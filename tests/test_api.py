@@ -10,7 +10,7 @@ from numba import njit, prange
 import numba_mlir_gpu
 from numba_mlir_gpu import MLIRGPUPipeline, inspect_mlir, inspect_ptx
 from numba_mlir_gpu._libs import library_path
-from numba_mlir_gpu.target import NoGPUWarning, choose_target
+from numba_mlir_gpu.targets.choice import NoGPUWarning, choose_target
 
 
 def double(x):
@@ -35,7 +35,7 @@ def test_target_from_environment(monkeypatch):
 
 
 def test_no_gpu_falls_back_to_cpu_with_one_warning(monkeypatch):
-    from numba_mlir_gpu import target
+    from numba_mlir_gpu.targets import choice as target
     from numba_mlir_gpu.runtime import cuda
     monkeypatch.delenv("NUMBA_MLIR_GPU_TARGET", raising=False)
     monkeypatch.setattr(cuda, "cuda_device_available", lambda: False)

@@ -427,7 +427,7 @@ def test_gpu_temporaries_in_loops_are_scratch_slots():
 
 @pytest.mark.gpu
 def test_scratch_over_budget_runs_fewer_chunks(monkeypatch):
-    from numba_mlir_gpu.lowering import scratch
+    from numba_mlir_gpu.targets.gpu import scratch
     monkeypatch.setattr(scratch, "SCRATCH_BYTES", 4096)     # a few rows of slots
     rng = np.random.default_rng(12)
     a, c = rng.random((5000, 10)), rng.random((3, 10))

@@ -150,7 +150,7 @@ def test_cuda_array_interface_objects_are_typed_as_device_arrays():
     import numba
     from numba_mlir_gpu import inspect_mlir
     from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
-    from numba_mlir_gpu.memory import DeviceArrayType
+    from numba_mlir_gpu.runtime.device_arrays import DeviceArrayType
     from .support import ours
     fake = HostBackedCudaArray(np.arange(8, dtype=np.float32))
     assert isinstance(numba.typeof(fake), DeviceArrayType)
@@ -173,7 +173,7 @@ class _Pointer:
 
 
 def _cupy_like_class():
-    """A class that memory.py takes for CuPy's ndarray (by name and module),
+    """A class that runtime/device_arrays.py takes for CuPy's ndarray (by name and module),
     with the attributes of CuPy's that typing and unboxing read."""
     def __init__(self, array):
         self.array, self.dtype, self.ndim = array, array.dtype, array.ndim
@@ -192,11 +192,11 @@ def rows_and_stride(x):
 
 
 def test_dispatcher_types_cupy_like_arrays_as_numba_typeof_does():
-    """The dispatcher's fast path for CuPy arguments (memory.py) answers what
+    """The dispatcher's fast path for CuPy arguments (runtime/device_arrays.py) answers what
     `numba.typeof` answers, layout included, so a strided view after a
     contiguous array of the same dtype and rank is a new signature."""
     import numba
-    from numba_mlir_gpu.memory import DeviceArrayType
+    from numba_mlir_gpu.runtime.device_arrays import DeviceArrayType
     cupy_like = _cupy_like_class()
     base = np.arange(24, dtype=np.float64)
     arrays = [cupy_like(base), cupy_like(base[::3]), cupy_like(base.astype(np.int32)),
@@ -214,11 +214,11 @@ def scaled_rows(a, x):
 
 
 def test_njit_calls_compiled_code_on_cupy_like_arrays_directly(monkeypatch):
-    """numba_mlir_gpu.njit's dispatcher (dispatch.py) calls the entry point of
+    """numba_mlir_gpu.njit's dispatcher (frontend/dispatch.py) calls the entry point of
     an exactly matching signature itself; anything else goes to Numba's."""
     from numba.core.registry import CPUDispatcher
-    from numba_mlir_gpu.dispatch import DeviceArrayDispatcher
-    from numba_mlir_gpu.wrapper import CompileOnlyError
+    from numba_mlir_gpu.frontend.dispatch import DeviceArrayDispatcher
+    from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
     cupy_like = _cupy_like_class()
     x = cupy_like(np.arange(6.0))
     fn = numba_mlir_gpu.njit(target="compile-only")(scaled_rows)
@@ -240,7 +240,7 @@ def test_njit_calls_compiled_code_on_cupy_like_arrays_directly(monkeypatch):
 
 
 def test_njit_decorator_forms_give_the_shortcut_dispatcher():
-    from numba_mlir_gpu.dispatch import DeviceArrayDispatcher
+    from numba_mlir_gpu.frontend.dispatch import DeviceArrayDispatcher
     assert isinstance(numba_mlir_gpu.njit(scaled_rows), DeviceArrayDispatcher)
     assert isinstance(numba_mlir_gpu.njit(cache=False)(scaled_rows), DeviceArrayDispatcher)
     fn = numba_mlir_gpu.njit(target="cpu")(scaled_rows)

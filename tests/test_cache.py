@@ -29,7 +29,7 @@ RUN = textwrap.dedent("""
     warnings.filterwarnings("error", message=".*[Cc]annot cache")
     start = time.perf_counter()
     import cached_fn
-    from numba_mlir_gpu import jit
+    from numba_mlir_gpu.compiler import jit
     x = np.arange(1000, dtype=np.float64)
     out, total = cached_fn.saxpy_sum(2.0, x, np.ones(1000))
     elapsed = time.perf_counter() - start
@@ -78,7 +78,7 @@ RUN_SHARED = textwrap.dedent("""
     import numpy as np
     warnings.simplefilter("ignore")
     import shared_fn
-    from numba_mlir_gpu import jit
+    from numba_mlir_gpu.compiler import jit
     which = getattr(shared_fn, sys.argv[1])
     try:
         result = which(np.arange(3.0)).tolist()

@@ -7,7 +7,7 @@ from numba import prange
 
 import numba_mlir_gpu
 from numba_mlir_gpu import compiled_function, inspect_mlir, inspect_ptx
-from numba_mlir_gpu.wrapper import CompileOnlyError
+from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
 
 from .test_prange import sum_reduction
 

@@ -183,7 +183,7 @@ def test_scans_of_cupy_arrays_run_as_kernels(cp):
 
 
 def test_dispatcher_types_cupy_arrays_like_numba_typeof(cp):
-    """The dispatcher's fast path for CuPy arguments (memory.py) gives the type
+    """The dispatcher's fast path for CuPy arguments (runtime/device_arrays.py) gives the type
     `numba.typeof` gives, for each layout, dtype and rank, on first and later calls."""
     f = gpu_fn(lambda x: x.ndim)
     arrays = [cp.ones(8, dtype=cp.float32), cp.ones(8, dtype=cp.int64), cp.ones((4, 6))[:, ::2],
@@ -205,7 +205,7 @@ def test_strided_cupy_view_after_contiguous_call(cp):
 
 
 def test_calls_on_cupy_arrays_take_the_direct_path(cp):
-    """The shortcut of dispatch.py runs the same compiled code: values, and
+    """The shortcut of frontend/dispatch.py runs the same compiled code: values, and
     one signature per type, whichever path a call takes."""
     f = gpu_fn(saxpy_inplace)
     x = cp.arange(1000, dtype=cp.float32)

@@ -60,7 +60,7 @@ def add_2d(a, b):
 
 def placed(pyfunc, *args, device_results=False) -> str:
     fn = numba_mlir_gpu.njit(target="compile-only")(pyfunc)
-    fn.compile(tuple(numba_mlir_gpu.memory.typeof_impl(a, None) if hasattr(a, "__cuda_array_interface__")
+    fn.compile(tuple(numba_mlir_gpu.runtime.device_arrays.typeof_impl(a, None) if hasattr(a, "__cuda_array_interface__")
                      else __import__("numba").typeof(a) for a in args))
     text = inspect_mlir(fn, fn.signatures[0], stage="lowered")
     with ir.Context():
@@ -100,13 +100,13 @@ def test_numpy_arguments_cross_the_bus_with_cumemcpy():
 
 
 def test_arguments_the_function_only_overwrites_are_not_copied_in():
-    from numba_mlir_gpu.lowering.targets import overwritten_arguments
+    from numba_mlir_gpu.targets.gpu.strategy import overwritten_arguments
     seen = {}
 
     def spy(func_ir):
         seen[func_ir.func_id.func_name] = overwritten_arguments(func_ir)
         return seen[func_ir.func_id.func_name]
-    import numba_mlir_gpu.lowering.targets as targets
+    import numba_mlir_gpu.targets.gpu.strategy as targets
     targets.overwritten_arguments, original = spy, targets.overwritten_arguments
     try:
         placed(scale_into, np.ones(8), np.ones(8))
@@ -124,7 +124,7 @@ def test_arguments_the_function_only_overwrites_are_not_copied_in():
 def test_arguments_written_through_a_variable_bound_in_a_loop_are_copied_back():
     """`u, v = v, u`: v is a new array, then u; writing v writes argument 0
     (and reading u reads it), whatever order the assignments come in."""
-    from numba_mlir_gpu.lowering import targets
+    from numba_mlir_gpu.targets.gpu import strategy as targets
     from .test_views import swap_buffers
     seen = {}
     spies = {name: getattr(targets, name) for name in ("written_arguments",

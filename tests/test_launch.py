@@ -1,5 +1,5 @@
 """How parallel loops are launched on the GPU: blocks x threads x several
-iterations per thread (launch.py), on the default stream. The shape is
+iterations per thread (compiler/launch.py), on the default stream. The shape is
 checked in PTX without a GPU; the results at sizes around the tile edges are
 checked on both targets (the tail block takes the guarded path)."""
 import re
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import prange
 
-from numba_mlir_gpu.passes import ENV_LAUNCH
+from numba_mlir_gpu.compiler.passes import ENV_LAUNCH
 
 from .support import TARGETS, check
 from .test_codegen import all_ptx, compile_only

@@ -8,8 +8,8 @@ from numba import prange
 
 import numba_mlir_gpu
 from numba_mlir_gpu import inspect_mlir
-from numba_mlir_gpu.lowering.scans import SCAN_CHUNKS
-from numba_mlir_gpu.memory import DeviceArrayType
+from numba_mlir_gpu.parallel.scan import SCAN_CHUNKS
+from numba_mlir_gpu.runtime.device_arrays import DeviceArrayType
 
 from .support import TARGETS, check, ours
 from .test_codegen import compile_only

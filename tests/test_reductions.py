@@ -10,7 +10,7 @@ import pytest
 from numba import prange
 
 from numba_mlir_gpu import inspect_mlir
-from numba_mlir_gpu.lowering.gpureduce import BARRIER_MARKER
+from numba_mlir_gpu.targets.gpu.reduce import BARRIER_MARKER
 
 from .support import TARGETS, check, ours
 from .test_codegen import all_ptx, compile_only, entries

@@ -53,6 +53,13 @@ def cmpf(pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.CmpFOp(getattr(arith.CmpFPredicate, pred), a, b).result
 
 
+def less_than(a: ir.Value, b: ir.Value, ty: types.Type) -> ir.Value:
+    """`a < b` in the order of the Numba scalar type `ty` (false with a NaN)."""
+    if isinstance(ty, types.Float):
+        return cmpf("OLT", a, b)
+    return cmpi("slt" if getattr(ty, "signed", False) else "ult", a, b)
+
+
 def stack_copy(buffer: ir.Value) -> ir.Value:
     """`buffer` (a static-shaped memref) copied whole into a `memref.alloca` of
     its type in the enclosing function's entry block (so a loop around the

@@ -6,6 +6,7 @@ any raise.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Optional
 
 from numba.core import types
@@ -50,7 +51,6 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
 def _accepts(py_func, nargs: int) -> bool:
     """Whether `py_func` takes exactly `nargs` plain arguments (Numba passes
     *args as one tuple, which the flat call here does not build)."""
-    import inspect
     signature = inspect.signature(py_func)
     if any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
         return False
@@ -63,7 +63,6 @@ def _accepts(py_func, nargs: int) -> bool:
 
 def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
     if expr.kws:
-        from .module import fold_arguments
         kws = {name: lw.read(var) for name, var in expr.kws}
         args = fold_arguments(py_func, args, kws, argtypes)
     fnty = lw.typeof(expr.func.name)
@@ -91,7 +90,7 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
 
 def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
     """Every thread of a block runs a call outside the element loops of a GPU
-    array reduction (gpuarrayreduce.py): a callee that writes an array it is
+    array reduction (targets/gpu/chunks.py): a callee that writes an array it is
     given would do so once per thread."""
     if lw.cooperation is None or not lw.cooperation.free:
         return
@@ -144,3 +143,12 @@ def _rebuild(ty, results: list, loc):
         return ArrayValue(value, ty)
     return value
 
+
+def fold_arguments(py_func, args: list, kws: dict, argtypes: tuple) -> list:
+    """Positional and keyword arguments in parameter order; parameters left
+    to their defaults (typed Omitted) carry None."""
+    params = list(inspect.signature(py_func).parameters)
+    values = list(args) + [None] * (len(argtypes) - len(args))
+    for name, value in kws.items():
+        values[params.index(name)] = value
+    return values

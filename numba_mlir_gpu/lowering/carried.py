@@ -20,7 +20,7 @@ from numba.core import types
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.parfors.parfor import Parfor
 
-from .._mlir import memref
+from .._mlir import ir, memref
 from .build import const_index
 from .types import strided_memref_type
 from .values import ArrayValue
@@ -110,7 +110,7 @@ class CarriedArrays:
         for name, ty in zip(self.names, self.types):
             ndim = self.lw.typeof(name).ndim
             plain = memref.AllocaOp(
-                ir_plain(ty), [const_index(0)] * ndim, []).result
+                _identity_layout(ty), [const_index(0)] * ndim, []).result
             self.placeholders.append(memref.CastOp(ty, plain).result)
 
     def bind_block_arguments(self, block) -> None:
@@ -131,6 +131,5 @@ class CarriedArrays:
         return result
 
 
-def ir_plain(ty):
-    from .._mlir import ir
+def _identity_layout(ty: ir.MemRefType) -> ir.MemRefType:
     return ir.MemRefType.get(ty.shape, ty.element_type)

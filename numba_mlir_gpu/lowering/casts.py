@@ -5,6 +5,7 @@ from numba.core import types
 
 from .._mlir import arith, ir
 from .build import cmpf, cmpi, const
+from .errors import UnsupportedConstructError
 from .types import is_scalar, scalar_type
 
 
@@ -54,3 +55,12 @@ def cast(value: ir.Value, fromty: types.Type, toty: types.Type) -> ir.Value:
     if toty.bitwidth < fromty.bitwidth:
         return arith.TruncFOp(target, value).result
     return value
+
+
+def float_operands(args, sig, expr) -> list:
+    """The arguments as the (float) result type, as NumPy's ufunc loops do."""
+    resty = types.unliteral(sig.return_type)
+    if not isinstance(resty, types.Float):
+        raise UnsupportedConstructError(
+            f"{getattr(expr.func, 'name', 'this function')} returning {resty}", expr.loc)
+    return [cast(a, t, resty) for a, t in zip(args, sig.args)]

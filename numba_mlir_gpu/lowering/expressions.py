@@ -7,13 +7,14 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing import signature
 
-from . import arrays, casts, control, elementwise
 from .._mlir import arith
+from . import casts, iteration
+from .build import cmpi, const, select
 from .errors import UnsupportedConstructError
-from .registry import Registry
+from .indexing import load_item, static_index
+from .registry import expr_rules, inplace_array_rules
+from .types import is_scalar
 from .values import ArrayValue, TupleValue
-
-expr_rules = Registry("expressions")
 
 
 def _result(lw, value, fromty, target):
@@ -27,7 +28,11 @@ def lower_binop(lw, expr, target):
     lhs = lw.read_as(expr.lhs, sig.args[0])
     rhs = lw.read_as(expr.rhs, sig.args[1])
     if expr.op == "inplace_binop" and isinstance(lhs, ArrayValue):
-        return elementwise.array_operator(lw, expr.fn, [lhs, rhs], sig, expr, inplace=True)
+        rule = inplace_array_rules.get(expr.fn)
+        if rule is None:
+            raise UnsupportedConstructError(f"the operator {expr.fn.__name__} on arrays",
+                                            expr.loc)
+        return rule(lw, expr.fn, [lhs, rhs], sig, expr)
     return _result(lw, lw.binop(fn, lhs, rhs, sig, expr), sig.return_type, target)
 
 
@@ -74,13 +79,13 @@ def lower_static_getitem(lw, expr, target):
     if isinstance(value, TupleValue) and isinstance(expr.index, int):
         item_ty = value.type.types[expr.index]
         return _result(lw, value.items[expr.index], item_ty, target)
-    index, index_ty = arrays.static_index(lw, expr.index, expr.index_var)
+    index, index_ty = static_index(lw, expr.index, expr.index_var)
     return _item(lw, value, index, index_ty, expr, target)
 
 
 def _item(lw, value, index, index_ty, expr, target):
     if isinstance(value, ArrayValue):
-        item = arrays.load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target))
+        item = load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target))
         if isinstance(item, ArrayValue):
             return item
         return _result(lw, item, value.type.dtype, target)
@@ -94,8 +99,6 @@ def _item(lw, value, index, index_ty, expr, target):
 def _tuple_item(lw, value: TupleValue, index, index_ty, expr):
     """A homogeneous tuple of scalars indexed at run time: a chain of
     selects (negative indices wrap); out of range raises IndexError."""
-    from .build import cmpi, const, select
-    from .types import is_scalar
     ty = value.type
     if not isinstance(ty, types.UniTuple) or not is_scalar(types.unliteral(ty.dtype)) \
             or not value.items:
@@ -136,12 +139,12 @@ def lower_exhaust_iter(lw, expr, target):
 
 @expr_rules.register("getiter")
 def lower_getiter(lw, expr, target):
-    return control.getiter(lw, lw.read(expr.value), lw.typeof(expr.value.name), expr)
+    return iteration.getiter(lw, lw.read(expr.value), lw.typeof(expr.value.name), expr)
 
 
 @expr_rules.register("iternext")
 def lower_iternext(lw, expr, target):
-    return control.iternext(lw, lw.read(expr.value), expr)
+    return iteration.iternext(lw, lw.read(expr.value), expr)
 
 
 @expr_rules.register("pair_first")

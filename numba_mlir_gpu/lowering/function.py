@@ -17,16 +17,18 @@ from numba.core import types
 from numba.core.ir_utils import find_topo_order
 
 from .._mlir import arith, cf, func, ir, memref
-from . import calls, casts, elementwise
-from .carried import CarriedArrays, carried_arrays
+from . import calls, casts
+from .arrays import constant_array, copy_array, fortran_storage
 from .build import const
+from .carried import CarriedArrays, carried_arrays
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
-from .registry import attr_rules, binop_rules, call_rules, method_rules, unary_rules
+from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
+                       method_rules, stmt_rules, ufunc_rules, unary_rules)
 from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
                     storage_type)
 from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
-                     SliceValue, TupleValue)
+                     SliceValue, TupleValue, any_array)
 
 
 class Scope:
@@ -180,7 +182,6 @@ class FunctionLowerer:
                 self.errors.check_pending(self)
 
     def lower_stmt(self, stmt) -> None:
-        from .statements import stmt_rules
         rule = stmt_rules.get(type(stmt))
         if rule is None:
             raise UnsupportedConstructError(f"the statement {type(stmt).__name__} ({stmt})", stmt.loc)
@@ -267,7 +268,6 @@ class FunctionLowerer:
     # -- expressions --------------------------------------------------------
 
     def lower_expr(self, expr, target: str):
-        from .expressions import expr_rules
         if isinstance(expr, nir.Var):
             return self.read(expr)
         if isinstance(expr, nir.Const):
@@ -282,7 +282,6 @@ class FunctionLowerer:
         return rule(self, expr, target)
 
     def constant(self, value, ty: types.Type):
-        from .build import const
         ty = types.unliteral(ty)
         if is_scalar(ty) and isinstance(value, (bool, int, float, np.number, np.bool_)):
             return const(ty, value)
@@ -299,7 +298,6 @@ class FunctionLowerer:
         """A global NumPy array (a constant to Numba): copied once, at the top
         of the function, from a constant memref.global into a new array, which
         host code and kernels can both read."""
-        from .arrays import constant_array
         key = id(value)
         if key not in self.global_arrays:
             # the entry block of a host function is host code, also when the
@@ -337,9 +335,13 @@ class FunctionLowerer:
             if rule is not None:
                 return rule(self, [callee.receiver] + args, sig, expr)
         elif isinstance(callee, PyValue):
-            if isinstance(callee.obj, np.ufunc) and (elementwise.is_array_operation(args)
+            if isinstance(callee.obj, np.ufunc) and (any_array(args)
                                                       or callee.obj not in call_rules):
-                return elementwise.ufunc_call(self, callee.obj, args, sig, expr)
+                rule = ufunc_rules.get(callee.obj)
+                if rule is None:
+                    raise UnsupportedConstructError(f"np.{callee.obj.__name__} on arrays",
+                                                    expr.loc)
+                return rule(self, callee.obj, args, sig, expr)
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
@@ -356,16 +358,21 @@ class FunctionLowerer:
 
     def binop(self, fn, lhs, rhs, sig, expr):
         # element-wise operators on arrays; others (`@`) have rules of their own
-        if elementwise.is_array_operation((lhs, rhs)) and elementwise.operator_ufunc(fn):
-            return elementwise.array_operator(self, fn, [lhs, rhs], sig, expr)
+        rule = array_operator_rules.get(fn) if any_array((lhs, rhs)) else None
+        if rule is not None:
+            return rule(self, fn, [lhs, rhs], sig, expr)
         rule = binop_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
         return rule(self, [lhs, rhs], sig, expr)
 
     def unary(self, fn, value, sig, expr):
-        if elementwise.is_array_operation((value,)):
-            return elementwise.array_operator(self, fn, [value], sig, expr)
+        if any_array((value,)):
+            rule = array_operator_rules.get(fn)
+            if rule is None:
+                raise UnsupportedConstructError(
+                    f"the operator {getattr(fn, '__name__', fn)} on arrays", expr.loc)
+            return rule(self, fn, [value], sig, expr)
         rule = unary_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the unary operator {getattr(fn, '__name__', fn)}", expr.loc)
@@ -414,11 +421,9 @@ class FunctionLowerer:
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
             if origins[-1] is None and is_fortran(resty):
-                from .arrays import fortran_storage
                 results.append(fortran_storage(self, value, resty))
             elif origins[-1] is None:    # a new array (or any, from a callee)
                 if value.view:           # its memory belongs to another array
-                    from .arrays import copy_array
                     value = copy_array(self, value)
                 results.append(value.memref)
         elif is_scalar(resty):

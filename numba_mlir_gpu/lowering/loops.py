@@ -38,7 +38,7 @@ def chunk_span(t: ir.Value, size: ir.Value, total: ir.Value) -> tuple[ir.Value, 
 def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) -> None:
     """Run `body(indices)` over the box `extents` (index values), in parallel
     unless already inside a parallel region: there, spread over the threads
-    of a block where they cooperate (gpuarrayreduce.py), else sequential."""
+    of a block where they cooperate (targets/gpu/chunks.py), else sequential."""
     if lw.parallel_depth > 0:
         if lw.cooperation is not None and lw.cooperation.free:
             lw.cooperation.loop(extents, body)

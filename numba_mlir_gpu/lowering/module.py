@@ -1,8 +1,8 @@
 """One MLIR module: the entry function and every jitted function it calls."""
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
+from typing import Callable
 
 from numba.core import types
 from numba.core.errors import NumbaError
@@ -11,7 +11,6 @@ from .._mlir import ir
 from .argument_writes import written_arguments
 from .errors import UnsupportedConstructError
 from .exceptions import ExceptionTable
-from .frontend import typed_ir
 from .function import FunctionLowerer
 
 
@@ -27,10 +26,13 @@ class Callee:
 
 @dataclass
 class ModuleLowering:
+    """`typed_ir(py_func, argtypes, typingctx, targetctx)` runs Numba's front
+    end on a callee and returns its compiler state (frontend/typed_ir.py)."""
     module: ir.Module
     strategy: object
     typingctx: object
     targetctx: object
+    typed_ir: Callable
     exceptions: ExceptionTable = field(default_factory=ExceptionTable)
     callees: dict = field(default_factory=dict)
     _in_progress: set = field(default_factory=set)
@@ -51,7 +53,7 @@ class ModuleLowering:
         self._in_progress.add(key)
         try:
             try:
-                state = typed_ir(py_func, argtypes, self.typingctx, self.targetctx)
+                state = self.typed_ir(py_func, argtypes, self.typingctx, self.targetctx)
             except (TypeError, NumbaError) as exc:
                 first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 raise UnsupportedConstructError(
@@ -69,13 +71,3 @@ class ModuleLowering:
                         list(fn_type.results[1:]), frozenset(written_arguments(state.func_ir)))
         self.callees[key] = callee
         return callee
-
-
-def fold_arguments(py_func, args: list, kws: dict, argtypes: tuple) -> list:
-    """Positional and keyword arguments in parameter order; parameters left
-    to their defaults (typed Omitted) carry None."""
-    params = list(inspect.signature(py_func).parameters)
-    values = list(args) + [None] * (len(argtypes) - len(args))
-    for name, value in kws.items():
-        values[params.index(name)] = value
-    return values

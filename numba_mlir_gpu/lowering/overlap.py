@@ -12,6 +12,7 @@ from numba.core import types
 from numba.np.numpy_support import as_dtype
 
 from .._mlir import arith, ir, memref
+from .arrays import copy_array
 from .build import cmpi, const, const_index
 from .values import ArrayValue
 
@@ -25,7 +26,6 @@ def read_source(lw, source, dests: list):
     if not isinstance(source, ArrayValue) or not source.view or not others:
         return source
     if lw.target.can_allocate(lw):
-        from .arrays import copy_array
         return copy_array(lw, source)
     for dest in others:
         lw.errors.raise_if(lw, _partial_overlap(source, dest),

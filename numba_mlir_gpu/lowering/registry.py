@@ -1,7 +1,12 @@
 """Registries of lowering rules: one small function per operation.
 
-A rule receives the FunctionLowerer, the lowered operands and the Numba
-signature of the operation, and returns the lowered result.
+The lowering core looks rules up here and never imports a rule module; the
+rule modules (`numba_mlir_gpu.rules`, the parfor statement in
+`numba_mlir_gpu.parallel`) fill the registries when they are imported.
+
+Operator, call and method rules receive the FunctionLowerer, the lowered
+operands, the Numba signature and the IR expression, and return the lowered
+result.
 """
 from __future__ import annotations
 
@@ -38,8 +43,23 @@ class Registry:
         return self.get(key) is not None
 
 
+# Numba IR
+stmt_rules = Registry("statements")              # key: statement class; rule(lw, stmt)
+expr_rules = Registry("expressions")             # key: Expr.op; rule(lw, expr, target)
+
+# Operations on scalars and compile-time objects
 binop_rules = Registry("binary operators")       # key: operator function
 unary_rules = Registry("unary operators")        # key: operator function
 call_rules = Registry("calls")                   # key: the Python callee
 method_rules = Registry("methods")               # key: (receiver type class, name)
 attr_rules = Registry("attributes")              # key: (value type class, attr)
+
+# Operations with array operands, element by element (NumPy broadcasting)
+array_operator_rules = Registry("operators on arrays")     # key: operator function
+inplace_array_rules = Registry("in-place operators on arrays")   # key: operator function
+ufunc_rules = Registry("ufuncs on arrays")                 # key: the np.ufunc
+
+# Indexing arrays with more than integers; key: the index kind of
+# indexing.index_kind ("view": integers and slices, "advanced": index arrays)
+getitem_rules = Registry("array indexing")       # rule(lw, array, index, index_ty, result_ty, loc)
+setitem_rules = Registry("array item assignment")    # rule(lw, array, index, index_ty, value, value_ty, loc)

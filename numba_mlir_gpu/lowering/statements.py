@@ -1,16 +1,17 @@
-"""Lowering rules for Numba IR statements, keyed by statement class."""
+"""Lowering rules for Numba IR statements, keyed by statement class.
+
+The Parfor statement's rule is the parallel package's (parallel/parfors.py).
+"""
 from __future__ import annotations
 
 from numba.core import ir as nir
-from numba.parfors.parfor import Parfor
 
 from .._mlir import cf
-from . import arrays, casts, parfors
+from . import casts
 from .errors import UnsupportedConstructError
-from .registry import Registry
+from .indexing import static_index, store_item
+from .registry import stmt_rules
 from .values import ExceptionValue, PyValue
-
-stmt_rules = Registry("statements")
 
 
 @stmt_rules.register(nir.Assign)
@@ -23,14 +24,13 @@ def lower_assign(lw, stmt: nir.Assign) -> None:
 
 @stmt_rules.register(nir.SetItem)
 def lower_setitem(lw, stmt: nir.SetItem) -> None:
-    arrays.store_item(lw, stmt.target, lw.read(stmt.index), lw.typeof(stmt.index.name),
-                      stmt.value)
+    store_item(lw, stmt.target, lw.read(stmt.index), lw.typeof(stmt.index.name), stmt.value)
 
 
 @stmt_rules.register(nir.StaticSetItem)
 def lower_static_setitem(lw, stmt: nir.StaticSetItem) -> None:
-    index, index_ty = arrays.static_index(lw, stmt.index, stmt.index_var)
-    arrays.store_item(lw, stmt.target, index, index_ty, stmt.value)
+    index, index_ty = static_index(lw, stmt.index, stmt.index_var)
+    store_item(lw, stmt.target, index, index_ty, stmt.value)
 
 
 @stmt_rules.register(nir.Branch)
@@ -83,7 +83,3 @@ def lower_dynamic_raise(lw, stmt: nir.DynamicRaise) -> None:
                  for a in (stmt.exc_args or ()))
     lw.errors.raise_status(lw, lw.errors.code(stmt.exc_class, args))
 
-
-@stmt_rules.register(Parfor)
-def lower_parfor(lw, stmt: Parfor) -> None:
-    parfors.lower_parfor(lw, stmt)

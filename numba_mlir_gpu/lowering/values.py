@@ -72,9 +72,21 @@ class RangeIter:
 
 
 @dataclass
+class EnumerateValue:
+    """enumerate(iterable), before iteration starts."""
+    iterable: object
+    type: object              # the iterable's Numba type
+
+
+@dataclass
 class IterPair:
     value: ir.Value
     valid: ir.Value
+
+
+def any_array(values) -> bool:
+    """Is one of `values` an array (an operation on it is element-wise)?"""
+    return any(isinstance(v, ArrayValue) for v in values)
 
 
 @dataclass

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ctypes
 import functools
 
+from .._libs import runtime_library
+from .._mlir import ExecutionEngine, ir, passmanager
 from .cuda import require_device
 
 FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH = 0, 1, 2
@@ -300,14 +302,11 @@ def runtime_addresses() -> dict[str, int]:
     llvmlite so that Numba-compiled wrappers (fresh or from the cache) link."""
     from llvmlite import binding as ll
 
-    from .._libs import runtime_library
-    from .._mlir import ExecutionEngine, ir
     lib = require_device()
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     _keep_pool_memory(lib)
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(_RUNTIME + _address_table())
-        from .._mlir import passmanager
         passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
             module.operation)
         engine = ExecutionEngine(module, opt_level=2,

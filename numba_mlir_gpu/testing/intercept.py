@@ -37,8 +37,8 @@ from numba.core.dispatcher import _DispatcherBase
 
 from ..api import pipeline_for
 from ..lowering.errors import MLIRCompilationError, UnsupportedConstructError
-from ..pipeline import MLIRGPUPipeline, MLIRLowering
-from ..wrapper import EntryCallLower
+from ..frontend.pipeline import MLIRGPUPipeline, MLIRLowering
+from ..frontend.wrapper import EntryCallLower
 
 OURS, REFERENCE, NESTED = "ours", "reference", "nested"
 

@@ -1,0 +1,134 @@
+"""One compilation: typed Numba IR -> MLIR -> pass pipeline -> JIT."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from .. import parallel, rules  # noqa: F401  (register the parfor statement and the rules)
+from .._mlir import ir
+from ..lowering import ModuleLowering
+from ..lowering.errors import MLIRCompilationError
+from ..lowering.fastmath import apply_fastmath, fastmath_flags
+from ..lowering.types import flat_types
+from ..lowering.values import ReturnPlan
+from ..runtime import cuda
+from ..runtime.device_arrays import DeviceArrayType
+from ..targets import TargetChoice, strategy_for
+from ..targets.choice import choose_target
+from . import passes
+from .jit import JitFunction, add_allocator, extract_ptx, jit, run_pipeline
+
+ENV_DUMP = "NUMBA_MLIR_GPU_DUMP"
+_counter = itertools.count()
+
+
+@dataclass
+class CompiledFunction:
+    """Everything one signature compiled to; kept alive with the overload."""
+    name: str
+    target: TargetChoice
+    plan: ReturnPlan
+    input_mlir: str            # as lowered from Numba
+    lowered_mlir: str          # after the pass pipeline
+    jitted: Optional[JitFunction]
+    exceptions: list           # (class, args) per non-zero status code
+    gpu_options: Optional[passes.GPUOptions] = None
+    _ptx: Optional[list] = None
+    context: object = None     # the MLIR context the texts came from
+
+    @property
+    def ptx(self) -> list[str]:
+        """PTX of each GPU module (built on demand with format=isa)."""
+        if self.gpu_options is None:
+            return []
+        if self._ptx is None:
+            self._ptx = build_ptx(self.input_mlir, self.gpu_options)
+        return self._ptx
+
+
+def takes_device_arrays(argtypes) -> bool:
+    """Does the call get arrays that live on the GPU? Its results stay there."""
+    return any(isinstance(t, DeviceArrayType) for a in argtypes for t in flat_types(a))
+
+
+def cpu_threads() -> int:
+    """Numba's thread count (NUMBA_NUM_THREADS), which the CPU target follows."""
+    from numba.core import config
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
+def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
+    if choice.name == "gpu":
+        major, minor = cuda.compute_capability()
+        return passes.launch_shape_from_env(passes.GPUOptions(
+            chip=f"sm_{major}{minor}", format="fatbin" if cuda.has_ptxas() else "isa"))
+    return passes.launch_shape_from_env(passes.GPUOptions(format="isa"))
+
+
+def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
+    context = ir.Context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        mlower = ModuleLowering(module, strategy_for(choice), state.typingctx, state.targetctx,
+                                typed_ir)
+        lowerer = mlower.lower_entry(state, name)
+        try:
+            module.operation.verify()
+        except ir.MLIRError as exc:
+            raise MLIRCompilationError(
+                f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
+            ) from None
+    return context, module, lowerer.plan, mlower.exceptions.entries
+
+
+def compile_state(state, typed_ir: Callable) -> CompiledFunction:
+    """Compile the typed function of Numba's compiler `state`; `typed_ir`
+    runs Numba's front end on the functions it calls (frontend/typed_ir.py)."""
+    choice = choose_target(state.get("numba_mlir_gpu_target"))
+    name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
+    context, module, plan, exceptions = _lower(state, choice, name, typed_ir)
+    with context:
+        flags = fastmath_flags(state.flags.fastmath)
+        if flags:
+            apply_fastmath(module, flags)
+        input_mlir = str(module)
+        options = gpu_options_for(choice) if choice.builds_gpu_code else None
+        add_allocator(module, gpu=choice.builds_gpu_code)
+        pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline(cpu_threads())
+        run_pipeline(module, pipeline)
+        lowered = str(module)
+        ptx = extract_ptx(module) if options and options.format == "isa" else None
+        jitted = jit(module, name, gpu=choice.builds_gpu_code,
+                     device_results=takes_device_arrays(state.args)) if choice.runs else None
+    compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, exceptions,
+                                options, ptx, context)
+    _dump(compiled)
+    return compiled
+
+
+def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
+    isa = dataclasses.replace(options, format="isa")
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(input_mlir)
+        add_allocator(module, gpu=True)
+        run_pipeline(module, passes.gpu_pipeline(isa))
+        return extract_ptx(module)
+
+
+def _dump(compiled: CompiledFunction) -> None:
+    folder = os.environ.get(ENV_DUMP)
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    base = os.path.join(folder, compiled.name)
+    with open(base + ".input.mlir", "w") as f:
+        f.write(compiled.input_mlir)
+    with open(base + ".lowered.mlir", "w") as f:
+        f.write(compiled.lowered_mlir)
+    for i, text in enumerate(compiled.ptx):
+        with open(f"{base}.{i}.ptx", "w") as f:
+            f.write(text)

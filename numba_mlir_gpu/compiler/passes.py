@@ -1,0 +1,227 @@
+"""The MLIR pass pipelines, all in one place, as textual pipelines.
+
+Both targets share the front part (promote slots to SSA, free temporaries);
+they differ in how parallel loops are run and in the memory allocator that
+`memref.alloc` calls (`_mlir_memref_to_llvm_alloc`, defined by jit.add_allocator in
+each module: malloc on the CPU, CUDA managed memory on the GPU).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from .._mlir import func, gpu, ir, llvm
+from ..lowering.fastmath import allows_approximate_functions
+from ..targets.gpu.reduce import BARRIER_MARKER
+from .deallocation import copies_of_views_as_loops, lower_general_deallocs
+from .launch import TileParallelLoops
+
+# Cleanup after lowering: slots to SSA values, then free every temporary
+# array that is not returned (returned arrays are owned by the caller). This
+# is upstream's buffer-deallocation-pipeline, with the general dealloc case
+# lowered by deallocation.py. Ownership-based deallocation needs structured
+# loops, hence lift-cf-to-scf.
+_DEALLOCATION = [
+    "builtin.module(func.func(mem2reg,canonicalize,cse),lift-cf-to-scf,"
+    "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
+    lower_general_deallocs,
+]
+_AFTER_DEALLOCATION = ",".join([
+    "bufferization-lower-deallocations",
+    "convert-bufferization-to-memref",
+    "func.func(canonicalize,cse)",
+])
+
+_TO_LLVM_COMMON = [
+    "convert-math-to-funcs{convert-ctlz=false}",
+    "expand-strided-metadata",
+    "lower-affine",
+    "finalize-memref-to-llvm{use-generic-functions=true}",
+    "convert-math-to-llvm",
+    "convert-math-to-libm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-func-to-llvm",
+    "convert-ub-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+def cpu_pipeline(threads: int) -> list:
+    """Parallel loops split into tasks for MLIR's async runtime (a thread
+    pool of `threads` workers); reductions are chunked per worker first
+    (targets/cpu.py) since the runtime does not split scf.reduce loops."""
+    return _DEALLOCATION + [precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+                            copies_of_views_as_loops, "builtin.module(" + ",".join([
+        f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
+        "async-to-async-runtime",
+        "async-runtime-ref-counting",
+        "async-runtime-ref-counting-opt",
+        "convert-async-to-llvm",
+        "convert-scf-to-cf",
+        *_TO_LLVM_COMMON,
+    ]) + ")", zero_for_poison]
+
+
+@dataclass(frozen=True)
+class GPUOptions:
+    chip: str = "sm_90"
+    features: str = "+ptx80"
+    format: str = "fatbin"      # "isa" gives PTX text and needs no CUDA toolkit
+    threads_per_block: int = 256
+    elements_per_thread: int = 4     # iterations per thread, threads_per_block apart
+    opt_level: int = 3
+
+
+ENV_LAUNCH = "NUMBA_MLIR_GPU_LAUNCH"
+
+
+def launch_shape_from_env(default: GPUOptions) -> GPUOptions:
+    """$NUMBA_MLIR_GPU_LAUNCH="256x4" (threads per block x iterations per
+    thread) overrides the launch shape; a tuning knob for benchmarks."""
+    text = os.environ.get(ENV_LAUNCH, "").strip()
+    if not text:
+        return default
+    try:
+        threads, elements = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"{ENV_LAUNCH}={text!r}: expected THREADSxELEMENTS, e.g. 256x4") from None
+    return dataclasses.replace(default, threads_per_block=threads, elements_per_thread=elements)
+
+
+def gpu_pipeline(options: GPUOptions) -> list:
+    """Parallel loops tiled onto blocks x threads, outlined into kernels and
+    compiled through NVVM; host code calls the MLIR CUDA runtime. A list of
+    stages: textual pipelines and Python rewrites between them."""
+    o = options
+    prepare = "builtin.module(" + ",".join([
+        _AFTER_DEALLOCATION,
+        # before outlining, so the power functions it creates reach the kernels
+        "convert-math-to-funcs{convert-ctlz=false}",
+    ]) + ")"
+    outline = "builtin.module(" + ",".join([
+        "func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,canonicalize,cse,"
+        "gpu-launch-sink-index-computations)",
+        "gpu-kernel-outlining",
+    ]) + ")"
+    compile_ = "builtin.module(" + ",".join([
+        "lower-affine",
+        "convert-scf-to-cf",
+        f"nvvm-attach-target{{chip={o.chip} features={o.features} O={o.opt_level}}}",
+        "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
+        "reconcile-unrealized-casts)",
+        *_TO_LLVM_COMMON[:-1],
+        "gpu-to-llvm",
+        f"gpu-module-to-binary{{format={o.format}}}",
+        "canonicalize",
+        "cse",
+        "reconcile-unrealized-casts",
+    ]) + ")"
+    tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
+    return _DEALLOCATION + [barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_,
+                            zero_for_poison]
+
+
+def zero_for_poison(module) -> None:
+    """llvm.mlir.poison -> llvm.mlir.zero (a refinement, so always allowed).
+
+    lift-cf-to-scf gives a value that is undefined on some path (an array
+    variable before its first assignment) a poison placeholder, and the
+    ownership-based deallocation then compares its pointer: `false and
+    poison` is poison, and a branch on it is undefined behaviour."""
+    found = []
+
+    def visit(op):
+        if op.name == "llvm.mlir.poison":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in found:
+        with ir.InsertionPoint(op), op.location:
+            zero = llvm.ZeroOp(op.results[0].type).result
+        op.results[0].replace_all_uses_with(zero)
+        op.erase()
+
+
+def barriers_from_markers(module) -> None:
+    """Calls of the barrier marker (targets/gpu/reduce.py) -> gpu.barrier.
+
+    Buffer deallocation refuses gpu.barrier (it declares no memory effects),
+    so the lowering emits an opaque call and this runs after deallocation."""
+    calls = []
+
+    def visit(op):
+        if op.name == "func.call" and \
+                ir.FlatSymbolRefAttr(op.attributes["callee"]).value == BARRIER_MARKER:
+            calls.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in calls:
+        with ir.InsertionPoint(op), op.location:
+            gpu.BarrierOp()
+        op.erase()
+    symbols = ir.SymbolTable(module.operation)
+    if BARRIER_MARKER in symbols:
+        symbols[BARRIER_MARKER].operation.erase()
+
+
+def ieee_sqrt_in_kernels(module) -> None:
+    """math.sqrt -> the llvm.sqrt intrinsic inside GPU modules.
+
+    NVVM lowering turns math.sqrt into sqrt.approx (1 ulp off NumPy) and
+    rejects llvm.intr.sqrt; a call of the intrinsic becomes sqrt.rn. Under
+    fastmath with approximate functions allowed, sqrt.approx stays."""
+    found = []
+
+    def visit(op):
+        if op.name == "math.sqrt" and _inside(op, "gpu.module") \
+                and not allows_approximate_functions(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in found:
+        x = op.operands[0]
+        name = "llvm.sqrt.f32" if isinstance(x.type, ir.F32Type) else "llvm.sqrt.f64"
+        with ir.InsertionPoint(op), op.location:
+            root = llvm.call_intrinsic(x.type, name, [x], [], [])
+        op.results[0].replace_all_uses_with(root)
+        op.erase()
+
+
+# convert-math-to-llvm expands these as exp(x) - 1 and log(1 + x), which
+# loses precision near 0; host code calls libm instead (kernels use libdevice).
+_LIBM = {"math.expm1": "expm1", "math.log1p": "log1p"}
+
+
+def precise_libm_calls(module) -> None:
+    found = []
+
+    def visit(op):
+        if op.name in _LIBM and not _inside(op, "gpu.module"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    declared = set()
+    for op in found:
+        x = op.operands[0]
+        name = _LIBM[op.name] + ("f" if isinstance(x.type, ir.F32Type) else "")
+        if name not in declared:
+            declared.add(name)
+            with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+                decl = func.FuncOp(name, ir.FunctionType.get([x.type], [x.type]))
+                decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp([x.type], name, [x])
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+
+
+def _inside(op, name: str) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.parent
+    return False

@@ -1,0 +1,81 @@
+"""`MLIRGPUPipeline`: Numba's front end, type inference and parfor passes,
+then one pass of ours in place of Numba's lowering."""
+from __future__ import annotations
+
+from numba.core import funcdesc
+from numba.core.compiler import CompilerBase, _LowerResult
+from numba.core.compiler_machinery import LoweringPass, register_pass
+from numba.core.typed_passes import NoPythonBackend
+
+from ..compiler.driver import compile_state, takes_device_arrays
+from ..runtime.device_arrays import device_result_type
+from .typed_ir import typed_ir, typed_passes
+from .wrapper import EntryCallLower
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class MLIRLowering(LoweringPass):
+    """Typed Numba IR and parfors -> MLIR -> OrcJIT; the Numba-side function
+    is a call of the JIT-ed entry."""
+
+    _name = "mlir_gpu_lowering"
+
+    def __init__(self):
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        compiled = compile_state(state, typed_ir)
+        if compiled.target.name == "gpu" and takes_device_arrays(state.args):
+            # compute follows data: arrays made from device arrays stay there
+            state.return_type = device_result_type(state.return_type,
+                                                   iter(compiled.plan.array_origins))
+        if state.library is None:
+            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+            state.library.enable_object_caching()     # as Numba's lowering: cache=True
+        library, targetctx, flags = state.library, state.targetctx, state.flags
+        fndesc = funcdesc.PythonFunctionDescriptor.from_specialized_function(
+            state.func_ir, state.typemap, state.return_type, state.calltypes,
+            mangler=targetctx.mangler, inline=flags.forceinline, noalias=flags.noalias,
+            abi_tags=[flags.get_mangle_string()])
+        with targetctx.push_code_library(library):
+            lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
+                                   metadata=state.metadata, compiled=compiled)
+            lower.lower()
+            if not flags.no_cpython_wrapper:
+                lower.create_cpython_wrapper(flags.release_gil)
+            env, call_helper = lower.env, lower.call_helper
+        # The engine must outlive every call of the function: the library
+        # (held by the dispatcher's overload) keeps it. The wrapper calls the
+        # entry by a symbol registered in each process, so Numba's cache can
+        # keep the wrapper; a process loading it from the cache re-JITs the
+        # post-pipeline MLIR first (reload_init runs before linking).
+        library._numba_mlir_gpu = compiled
+        state.metadata["numba_mlir_gpu"] = compiled
+        if compiled.jitted is not None:
+            state.reload_init.append(compiled.jitted.reloader())
+        if flags.no_compile:
+            state["cr"] = _LowerResult(fndesc, call_helper, cfunc=None, env=env)
+        else:
+            cfunc = targetctx.get_executable(library, fndesc, env)
+            targetctx.insert_user_function(cfunc, fndesc, [library])
+            state["cr"] = _LowerResult(fndesc, call_helper, cfunc=cfunc, env=env)
+        return True
+
+
+class MLIRGPUPipeline(CompilerBase):
+    """Numba compiler pipeline that compiles through MLIR (GPU or CPU).
+
+    Use as ``@njit(pipeline_class=MLIRGPUPipeline)``. Parfor conversion is on
+    whether or not ``parallel=True`` is given.
+    """
+
+    target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
+
+    def define_pipelines(self):
+        self.state["numba_mlir_gpu_target"] = self.target
+        pm = typed_passes(self.state, "numba_mlir_gpu")
+        pm.add_pass(MLIRLowering, "lower through MLIR")
+        pm.add_pass(NoPythonBackend, "nopython mode backend")
+        pm.finalize()
+        return [pm]
+

@@ -1,0 +1,94 @@
+"""`for` loops: iterators over ranges, arrays (elements or rows) and
+`enumerate`, as Numba's getiter / iternext / pair_first / pair_second."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba.core import types
+
+from .._mlir import arith, ir, memref, scf
+from .arrays import load_element
+from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
+from .errors import UnsupportedConstructError
+from .indexing import VIEW
+from .registry import getitem_rules
+from .types import scalar_type
+from .values import (ArrayValue, EnumerateValue, IterPair, RangeIter, RangeValue,
+                     TupleValue)
+
+
+@dataclass
+class ArrayIter:
+    """Iteration over the first axis of an array: elements or row views."""
+    range: RangeIter
+    array: ArrayValue
+    item_type: types.Type
+
+
+@dataclass
+class EnumerateIter:
+    inner: object
+    count: RangeIter
+
+
+def getiter(lw, value, ty, expr):
+    if isinstance(value, RangeValue):
+        counter = lw.new_slot(types.int64)
+        memref.StoreOp(value.start, counter, [])
+        return RangeIter(counter, value.stop, value.step)
+    if isinstance(value, ArrayValue):
+        ty = types.unliteral(ty)
+        item_ty = ty.dtype if ty.ndim == 1 else ty.copy(ndim=ty.ndim - 1)
+        stop = to_i64(dim(value.memref, 0))
+        return ArrayIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None, expr),
+                         value, item_ty)
+    if isinstance(value, EnumerateValue):
+        count = getiter(lw, RangeValue(const_i64(0), const_i64(2 ** 62), const_i64(1)), None, expr)
+        return EnumerateIter(getiter(lw, value.iterable, value.type, expr), count)
+    raise UnsupportedConstructError(f"iterating over {ty}", expr.loc)
+
+
+def iternext(lw, it, expr):
+    if isinstance(it, RangeIter):
+        current = memref.LoadOp(it.counter, []).result
+        zero = const_i64(0)
+        valid = select(cmpi("sgt", it.step, zero),
+                       cmpi("slt", current, it.stop),
+                       cmpi("sgt", current, it.stop))
+        memref.StoreOp(arith.AddIOp(current, it.step).result, it.counter, [])
+        return IterPair(current, valid)
+    if isinstance(it, ArrayIter):
+        step = iternext(lw, it.range, expr)
+        return IterPair(_array_item(lw, it, step.value, step.valid, expr), step.valid)
+    if isinstance(it, EnumerateIter):
+        item = iternext(lw, it.inner, expr)
+        index = iternext(lw, it.count, expr).value
+        ty = types.Tuple([types.intp, _item_type(it.inner)])
+        return IterPair(TupleValue([index, item.value], ty), item.valid)
+    raise UnsupportedConstructError("this iterator", expr.loc)
+
+
+def _item_type(it) -> types.Type:
+    if isinstance(it, RangeIter):
+        return types.int64
+    if isinstance(it, ArrayIter):
+        return it.item_type
+    return types.Tuple([types.intp, _item_type(it.inner)])
+
+
+def _array_item(lw, it: ArrayIter, index, valid, expr):
+    """a[index]: read only when the iteration is valid (the index may be one
+    past the end); a row view needs no read."""
+    if isinstance(it.item_type, types.Array):
+        safe = select(valid, index, const_i64(0))
+        row_view = getitem_rules.get(VIEW)
+        if row_view is None:
+            raise UnsupportedConstructError(f"iterating over the rows of {it.array.type}",
+                                            expr.loc)
+        return row_view(lw, it.array, safe, types.intp, it.item_type, expr.loc)
+    branch = scf.IfOp(valid, [scalar_type(it.item_type)], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([load_element(it.array, [to_index(index)])])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([const(it.item_type, 0)])
+    return branch.results[0]

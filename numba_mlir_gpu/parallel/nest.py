@@ -1,0 +1,142 @@
+"""The iteration space and the body of one parfor.
+
+`LoopNest` computes a parfor's bounds and trip counts; `BodyLowering` emits
+one iteration of its body (Numba's blocks, with branches) inside an
+`scf.execute_region`, from the loop counters and the reductions'
+accumulators. At the outermost level the body is isolated: `capture` loads
+the outer variables it reads before the loop, so no kernel ever touches a
+host stack slot.
+"""
+from __future__ import annotations
+
+from numba.core import ir as nir
+from numba.core import types
+from numba.parfors.parfor import Parfor
+
+from .._mlir import arith, cf, ir, scf
+from ..lowering.build import cmpi, const_i64, select, to_i64, to_index
+from ..lowering.casts import cast
+from ..lowering.function import RegionBlocks, Scope
+from ..lowering.types import is_scalar
+from .reduction import Reduction
+
+def _bound(lw, value) -> ir.Value:
+    if isinstance(value, nir.Var):
+        return lw.read_as(value, types.int64)
+    return const_i64(int(value))
+
+
+def trip_count(start, stop, step) -> ir.Value:
+    """len(range(start, stop, step)) as an index."""
+    zero, one = const_i64(0), const_i64(1)
+    positive = cmpi("sgt", step, zero)
+    bias = select(positive, arith.SubIOp(step, one).result, arith.AddIOp(step, one).result)
+    span = arith.AddIOp(arith.SubIOp(stop, start).result, bias).result
+    count = arith.DivSIOp(span, step).result
+    return to_index(arith.MaxSIOp(count, zero).result)
+
+
+class LoopNest:
+    """The iteration space of a parfor: start/step per dimension and trip counts."""
+
+    def __init__(self, lw, parfor: Parfor):
+        self.vars = [nest.index_variable.name for nest in parfor.loop_nests]
+        self.starts, self.steps, self.trips = [], [], []
+        for nest in parfor.loop_nests:
+            start, stop, step = (_bound(lw, v) for v in (nest.start, nest.stop, nest.step))
+            self.starts.append(start)
+            self.steps.append(step)
+            self.trips.append(trip_count(start, stop, step))
+
+    def indices(self, counters: list) -> list[ir.Value]:
+        """Loop variables (i64) from zero-based iteration counters (index)."""
+        return [arith.AddIOp(start, arith.MulIOp(to_i64(k), step).result).result
+                for k, start, step in zip(counters, self.starts, self.steps)]
+
+
+def _names_in(parfor: Parfor) -> set:
+    names = set()
+    blocks = [parfor.init_block] + list(parfor.loop_body.values())
+    for nest in parfor.loop_nests:
+        names.update(v.name for v in (nest.start, nest.stop, nest.step) if isinstance(v, nir.Var))
+    for block in blocks:
+        for stmt in block.body:
+            if isinstance(stmt, Parfor):
+                names |= _names_in(stmt)
+                continue
+            names.update(v.name for v in stmt.list_vars())
+    return names
+
+
+def carries_values(parfor: Parfor) -> bool:
+    """Does an iteration read a value an earlier one wrote, or leave one for
+    after the loop? Numba fills `redvars` for outermost parfors only; in a
+    nested one (the `acc` of a `row.sum()` in a prange body) it shows as an
+    assignment to one of its `params` (variables live on entry) or `races`."""
+    params = getattr(parfor, "params", None)
+    if params is None:
+        return True
+    carried = set(params) | set(parfor.races)
+    blocks = list(parfor.loop_body.values())
+    while blocks:
+        for stmt in blocks.pop().body:
+            if isinstance(stmt, Parfor):
+                blocks += list(stmt.loop_body.values()) + [stmt.init_block]
+            elif isinstance(stmt, nir.Assign) and stmt.target.name in carried:
+                return True
+    return False
+
+
+def capture(lw, parfor: Parfor, exclude: set) -> dict:
+    """Values of the outer variables the body may read, loaded before the loop."""
+    captured = {}
+    for name in sorted(_names_in(parfor) - exclude):
+        if lw.scope.find_slot(name) is not None or lw.scope.find_value(name) is not None:
+            captured[name] = lw.read(nir.Var(None, name, parfor.loc))
+    return captured
+
+
+class BodyLowering:
+    """Emits one iteration of a parfor body at the current insertion point."""
+
+    def __init__(self, lw, parfor: Parfor, nest: LoopNest, reductions: list[Reduction],
+                 captured: dict | None):
+        self.lw, self.parfor, self.nest = lw, parfor, nest
+        self.reductions, self.captured = reductions, captured
+
+    def __call__(self, counters: list, accumulators: list) -> list[ir.Value]:
+        lw = self.lw
+        indices = self.nest.indices(counters)
+        region_op = scf.ExecuteRegionOp([r.mlir_type for r in self.reductions])
+        entry = region_op.regions[0].blocks.append()
+        labels = sorted(self.parfor.loop_body)
+        blocks = {label: region_op.regions[0].blocks.append() for label in labels}
+        isolated = self.captured is not None
+        scope = Scope(entry, parent=None if isolated else lw.scope)
+        with ir.InsertionPoint(entry):
+            for name, value in (self.captured or {}).items():
+                if is_scalar(types.unliteral(lw.typeof(name))):
+                    lw.bind_scalar(name, value, scope)
+                else:
+                    scope.values[name] = value
+            for name, value in zip(self.nest.vars, indices):
+                lw.bind_scalar(name, cast(value, types.int64, lw.typeof(name)), scope)
+            for red, acc in zip(self.reductions, accumulators):
+                lw.bind_scalar(red.name, acc, scope)
+
+        def leave():
+            scf.YieldOp([lw.load_slot(scope.slots[r.name], r.type) for r in self.reductions])
+
+        outer = lw.scope
+        lw.scope = scope
+        lw.parallel_depth += 1
+        lw.body_depth += 1
+        try:
+            lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave))
+        finally:
+            lw.scope = outer
+            lw.parallel_depth -= 1
+            lw.body_depth -= 1
+        with ir.InsertionPoint(entry):
+            cf.BranchOp([], blocks[labels[0]])
+        return list(region_op.results)

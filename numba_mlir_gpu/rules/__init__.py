@@ -1,0 +1,23 @@
+"""Lowering rules, one module per family of operations.
+
+Each module registers small rule functions into the registries of the
+lowering core (lowering/registry.py) when it is imported; importing this
+package imports them all. A rule module depends on the core and on the
+parallel-loop machinery (`numba_mlir_gpu.parallel`), never on another rule
+module: a rule that needs another operation looks it up in the registries.
+
+    scalars       operators on scalars (Python's semantics)
+    mathlib       the math module and numeric builtins (min, max, abs, ...)
+    npufuncs      NumPy ufuncs on scalars without a math counterpart
+    builtins      range/prange, enumerate, bool, int(), float(), np.float32(), ...
+    arrays        array attributes, len, copies, np.empty/zeros/ones/full(_like)
+    views         slices, .T, transpose, reshape, ravel
+    fancy         index arrays and masks
+    elementwise   ufuncs and operators on arrays, with broadcasting
+    array_builders  np.where, np.clip, .astype, layout changes
+    reductions    argmin/argmax, min/max, sum(axis=), any/all
+    scans         nonzero, cumsum, cumprod
+    linalg        np.dot and @
+"""
+from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
+               mathlib, npufuncs, reductions, scalars, scans, views)

@@ -1,0 +1,93 @@
+"""np.dot and `@` on 1-D and 2-D arrays, as our own loops (never BLAS), so
+they run as GPU kernels too.
+
+Each output element accumulates its products sequentially, in the element
+type and in index order; the outputs are computed in parallel. A vector dot
+product has one output: it is a parallel sum with the target's
+deterministic partials. Numba types these only with SciPy installed (its
+BLAS check); rewrites.py keeps np.dot away from Numba's parfor swap.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, ir, scf
+from ..lowering.arrays import allocate, load_element, shape_of, store_element
+from ..lowering.build import cmpi, const, const_index, select
+from ..lowering.casts import cast
+from ..lowering.errors import UnsupportedConstructError
+from ..lowering.loops import parallel_for
+from ..lowering.registry import binop_rules, call_rules
+from ..lowering.values import ArrayValue
+from ..parallel.folds import fold_box
+from ..parallel.reduction import Reduction
+
+_KINDS = {(1, 1): "vector * vector", (2, 1): "matrix * vector",
+          (1, 2): "vector * matrix", (2, 2): "matrix * matrix"}
+
+
+def _common_length(lw, a_len: ir.Value, b_len: ir.Value, kind: str) -> ir.Value:
+    """The contracted length; unequal lengths raise Numba's ValueError after
+    the statement, the loops meanwhile running over the shorter one."""
+    lw.errors.raise_if(lw, cmpi("ne", a_len, b_len), lw.errors.code(
+        ValueError, (f"incompatible array sizes for np.dot(a, b) ({kind})",)))
+    return select(cmpi("ult", a_len, b_len), a_len, b_len)
+
+
+def _vector_dot(lw, a: ArrayValue, b: ArrayValue, dtype) -> ir.Value:
+    total = Reduction("dot", dtype, operator.add, 0)
+    n = _common_length(lw, shape_of(a)[0], shape_of(b)[0], _KINDS[1, 1])
+
+    def step(indices, accs):
+        x, y = load_element(a, indices), load_element(b, indices)
+        return [total.combine(accs[0], _product(x, y, a, b, dtype))]
+    (result,) = fold_box(lw, [n], [total], step)
+    return result
+
+
+def _product(x, y, a, b, dtype):
+    x, y = cast(x, a.type.dtype, dtype), cast(y, b.type.dtype, dtype)
+    return (arith.MulFOp if isinstance(dtype, types.Float) else arith.MulIOp)(x, y).result
+
+
+def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> ArrayValue:
+    """Matrix-vector, vector-matrix and matrix-matrix products."""
+    kind = _KINDS[a.type.ndim, b.type.ndim]
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    length = _common_length(lw, a_shape[-1], b_shape[0], kind)
+    rows = a_shape[:-1]            # [] or [m]
+    cols = b_shape[1:]             # [] or [n]
+    out = allocate(lw, result_ty, rows + cols)
+    dtype = result_ty.dtype
+    adder = Reduction("dot", dtype, operator.add, 0)
+
+    def body(indices):
+        i, j = indices[:len(rows)], indices[len(rows):]
+        loop = scf.ForOp(const_index(0), length, const_index(1), [const(dtype, 0)])
+        with ir.InsertionPoint(loop.body):
+            k = loop.induction_variable
+            x = load_element(a, i + [k])
+            y = load_element(b, [k] + j)
+            scf.YieldOp([adder.combine(loop.inner_iter_args[0], _product(x, y, a, b, dtype))])
+        store_element(loop.results[0], out, indices)
+    parallel_for(lw, rows + cols, body)
+    return out
+
+
+@binop_rules.register(operator.matmul)
+@call_rules.register(np.dot)
+def dot(lw, args, sig, expr):
+    if len(args) != 2 or not all(isinstance(v, ArrayValue) for v in args):
+        raise UnsupportedConstructError(
+            f"np.dot/@ of {', '.join(str(t) for t in sig.args)} (two 1-D or 2-D arrays only)",
+            expr.loc)
+    a, b = args
+    if (a.type.ndim, b.type.ndim) not in _KINDS:
+        raise UnsupportedConstructError(f"np.dot/@ of {a.type} and {b.type}", expr.loc)
+    result_ty = types.unliteral(sig.return_type)
+    if isinstance(result_ty, types.Array):
+        return _contract(lw, a, b, result_ty)
+    return _vector_dot(lw, a, b, result_ty)

@@ -1,0 +1,198 @@
+"""The `math` module, scalar NumPy ufuncs and numeric builtins.
+
+Array ufuncs reach us as scalar calls too: Numba's parfor pass rewrites
+array expressions into loops whose bodies call the ufunc on elements.
+"""
+from __future__ import annotations
+
+import math as pymath
+import operator
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, math
+from ..lowering.build import cmpf, cmpi, const, less_than, select
+from ..lowering.casts import cast, float_operands
+from ..lowering.errors import UnsupportedConstructError
+from ..lowering.registry import attr_rules, binop_rules, call_rules
+
+
+def _unary_float(op):
+    def rule(lw, args, sig, expr):
+        return op(*float_operands(args, sig, expr)).result
+    return rule
+
+
+_UNARY = {
+    "sin": math.SinOp, "cos": math.CosOp, "tan": math.TanOp,
+    "asin": math.AsinOp, "acos": math.AcosOp, "atan": math.AtanOp,
+    "sinh": math.SinhOp, "cosh": math.CoshOp, "tanh": math.TanhOp,
+    "asinh": math.AsinhOp, "acosh": math.AcoshOp, "atanh": math.AtanhOp,
+    "exp": math.ExpOp, "expm1": math.ExpM1Op, "exp2": math.Exp2Op,
+    "log": math.LogOp, "log1p": math.Log1pOp, "log10": math.Log10Op, "log2": math.Log2Op,
+    "erf": math.ErfOp, "erfc": math.ErfcOp, "cbrt": math.CbrtOp,
+}
+_NUMPY_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan",
+                  "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
+
+for _name, _op in _UNARY.items():
+    _keys = [getattr(pymath, _name, None), getattr(np, _name, None)]
+    _keys += [getattr(np, alias) for alias, target in _NUMPY_ALIASES.items() if target == _name]
+    call_rules.register(*[k for k in _keys if k is not None])(_unary_float(_op))
+
+
+@call_rules.register(pymath.sqrt, np.sqrt)
+def sqrt(lw, args, sig, expr):
+    # Correctly rounded on the CPU; passes.ieee_sqrt_in_kernels keeps it so
+    # on the GPU, where NVVM lowering would pick sqrt.approx.
+    return math.SqrtOp(*float_operands(args, sig, expr)).result
+
+
+@call_rules.register(pymath.fabs, np.fabs)
+def fabs(lw, args, sig, expr):
+    return math.AbsFOp(*float_operands(args, sig, expr)).result
+
+
+@call_rules.register(abs, np.abs, np.absolute)
+def absolute(lw, args, sig, expr):
+    ty = types.unliteral(sig.args[0])
+    (x,) = args
+    if isinstance(ty, types.Float):
+        return math.AbsFOp(x).result
+    if isinstance(ty, types.Integer):
+        return math.AbsIOp(x).result if ty.signed else x
+    raise UnsupportedConstructError(f"abs() of {ty}", expr.loc)
+
+
+def _rounding(op):
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.args[0])
+        if not isinstance(ty, types.Float):
+            return cast(args[0], ty, sig.return_type)
+        return cast(op(args[0]).result, ty, sig.return_type)
+    return rule
+
+
+call_rules.register(pymath.floor, np.floor)(_rounding(math.FloorOp))
+call_rules.register(pymath.ceil, np.ceil)(_rounding(math.CeilOp))
+call_rules.register(pymath.trunc, np.trunc)(_rounding(math.TruncOp))
+call_rules.register(np.rint)(_rounding(math.RoundEvenOp))
+
+
+def _binary_float(op):
+    def rule(lw, args, sig, expr):
+        return op(*float_operands(args, sig, expr)).result
+    return rule
+
+
+call_rules.register(pymath.atan2, np.arctan2)(_binary_float(math.Atan2Op))
+call_rules.register(pymath.copysign, np.copysign)(_binary_float(math.CopySignOp))
+call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
+
+
+@call_rules.register(pymath.pow, np.power)
+def power(lw, args, sig, expr):
+    return binop_rules.get(operator.pow)(lw, args, sig, expr)     # rules/scalars.py
+
+
+@call_rules.register(pymath.hypot, np.hypot)
+def hypot(lw, args, sig, expr):
+    x, y = (math.AbsFOp(a).result for a in float_operands(args, sig, expr))
+    big = arith.MaximumFOp(x, y).result
+    small = arith.MinimumFOp(x, y).result
+    ty = types.unliteral(sig.args[0])
+    safe = select(cmpf("OEQ", big, const(ty, 0.0)), const(ty, 1.0), big)
+    ratio = arith.DivFOp(small, safe).result
+    root = math.SqrtOp(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result).result
+    result = arith.MulFOp(big, root).result
+    inf = const(ty, float("inf"))
+    is_inf = arith.OrIOp(cmpf("OEQ", x, inf), cmpf("OEQ", y, inf)).result
+    return select(is_inf, const(ty, float("inf")), result)
+
+
+def _predicate(test, int_value):
+    """Classification by comparison (the math.is* ops have no LLVM lowering)."""
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.args[0])
+        if isinstance(ty, types.Float):
+            return test(args[0], ty)
+        return const(types.boolean, int_value)
+    return rule
+
+
+def _abs_vs_inf(pred):
+    return lambda x, ty: cmpf(pred, math.AbsFOp(x).result, const(ty, float("inf")))
+
+
+call_rules.register(pymath.isnan, np.isnan)(_predicate(lambda x, ty: cmpf("UNO", x, x), 0))
+call_rules.register(pymath.isinf, np.isinf)(_predicate(_abs_vs_inf("OEQ"), 0))
+call_rules.register(pymath.isfinite, np.isfinite)(_predicate(_abs_vs_inf("OLT"), 1))
+
+
+def _extremum(pick_second):
+    """Python's min/max: the first of the extreme arguments wins, so a NaN
+    in first position propagates and later NaNs are skipped."""
+    def rule(lw, args, sig, expr):
+        if len(args) < 2 or any(isinstance(types.unliteral(t), types.BaseTuple) or
+                                isinstance(t, types.Array) for t in sig.args):
+            raise UnsupportedConstructError("min()/max() other than of scalars", expr.loc)
+        ty = types.unliteral(sig.return_type)
+        values = [cast(a, t, ty) for a, t in zip(args, sig.args)]
+        result = values[0]
+        for value in values[1:]:
+            result = select(pick_second(value, result, ty), value, result)
+        return result
+    return rule
+
+
+call_rules.register(min)(_extremum(lambda v, r, ty: less_than(v, r, ty)))
+call_rules.register(max)(_extremum(lambda v, r, ty: less_than(r, v, ty)))
+
+
+
+
+def _numeric_arg(args, sig, expr):
+    ty = types.unliteral(sig.return_type)
+    if not isinstance(ty, (types.Integer, types.Float)):
+        raise UnsupportedConstructError(
+            f"{getattr(expr.func, 'name', 'this function')} returning {ty}", expr.loc)
+    return cast(args[0], sig.args[0], ty), ty
+
+
+@call_rules.register(np.square)
+def square(lw, args, sig, expr):
+    x, ty = _numeric_arg(args, sig, expr)
+    return (arith.MulFOp if isinstance(ty, types.Float) else arith.MulIOp)(x, x).result
+
+
+@call_rules.register(np.sign)
+def sign(lw, args, sig, expr):
+    """1, -1, or the argument itself (0, -0.0 and NaN), as Numba."""
+    x, ty = _numeric_arg(args, sig, expr)
+    zero = const(ty, 0)
+    positive = cmpf("OGT", x, zero) if isinstance(ty, types.Float) else \
+        cmpi("sgt" if ty.signed else "ugt", x, zero)
+    result = select(positive, const(ty, 1), x)
+    if isinstance(ty, types.Float):
+        return select(cmpf("OLT", x, zero), const(ty, -1), result)
+    if ty.signed:
+        return select(cmpi("slt", x, zero), const(ty, -1), result)
+    return result
+
+
+@call_rules.register(np.conjugate, np.conj)
+def conjugate(lw, args, sig, expr):
+    """The conjugate of a real number is itself (complex numbers are not supported)."""
+    x, ty = _numeric_arg(args, sig, expr)
+    return x
+
+
+@attr_rules.register((types.Integer, "real"), (types.Float, "real"), (types.Boolean, "real"))
+def real_part(lw, value, ty, expr):
+    return value
+
+
+@attr_rules.register((types.Integer, "imag"), (types.Float, "imag"), (types.Boolean, "imag"))
+def imaginary_part(lw, value, ty, expr):
+    return const(types.unliteral(ty), 0)

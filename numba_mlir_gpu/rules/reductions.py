@@ -1,0 +1,250 @@
+"""NumPy reductions lowered directly: argmin/argmax (whole array and
+`axis=`) and `sum(axis=)`.
+
+Numba implements these with constructs we do not lower (IndexValue pairs,
+transposed views, `resolve_getattr`); rewrites.py keeps argmin/argmax away
+from its parfor swap so the calls reach these rules.
+
+* Whole array: parallel scalar reductions through the target's
+  `parallel_loop` (deterministic partials on both targets). argmin is two
+  passes: the extreme value (and the first NaN), then the first index
+  holding it, so ties resolve to the first index as in NumPy.
+* `axis=`: a parallel loop over the output elements, each folding its line
+  along the axis sequentially, in index order (as Numba does).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numba.core import types
+
+from .._mlir import arith, ir, scf
+from ..lowering.arrays import allocate, load_element, size_of, store_element
+from ..lowering.build import cmpf, cmpi, const, const_i64, const_index, select, to_i64
+from ..lowering.casts import cast, truth
+from ..lowering.errors import UnsupportedConstructError
+from ..lowering.loops import parallel_for
+from ..lowering.operands import AxisLines, array_operand, axis_value, call_operands
+from ..lowering.registry import call_rules, method_rules
+from ..lowering.values import ArrayValue
+from ..parallel.folds import fold_elements
+from ..parallel.reduction import NAN_MAX, NAN_MIN, Reduction
+
+
+def _extreme_identity(dtype, largest: bool):
+    """The start of a max (largest) or min fold: -inf/+inf or the integer limits."""
+    if isinstance(dtype, types.Float):
+        return float("-inf") if largest else float("inf")
+    info = np.iinfo(np.dtype(str(dtype)))
+    return info.min if largest else info.max
+
+
+def _comparable(array: ArrayValue):
+    """(dtype, convert) for comparing elements: booleans as uint8, since
+    partial results live in memory and MLIR cannot lower i1 memrefs."""
+    if isinstance(array.type.dtype, types.Boolean):
+        i8 = ir.IntegerType.get_signless(8)
+        return types.uint8, lambda v: arith.ExtUIOp(i8, v).result
+    return array.type.dtype, lambda v: v
+
+
+def _is_nan(value: ir.Value, dtype) -> ir.Value:
+    return cmpf("UNO", value, value)
+
+
+def _equal(a: ir.Value, b: ir.Value, dtype) -> ir.Value:
+    return cmpf("OEQ", a, b) if isinstance(dtype, types.Float) else cmpi("eq", a, b)
+
+
+def _beats(value: ir.Value, best: ir.Value, dtype, largest: bool) -> ir.Value:
+    """`value > best` (largest) or `value < best`; false when either is NaN."""
+    if isinstance(dtype, types.Float):
+        return cmpf("OGT" if largest else "OLT", value, best)
+    signed = isinstance(dtype, types.Integer) and dtype.signed
+    return cmpi(("s" if signed else "u") + ("gt" if largest else "lt"), value, best)
+
+
+# -- argmin / argmax -------------------------------------------------------------
+
+def _whole_arg_extreme(lw, array: ArrayValue, largest: bool) -> ir.Value:
+    """np.argmin/np.argmax of the flattened (row-major) array, as Numba: the
+    first NaN if there is one, else the first index of the extreme value."""
+    dtype, comparable = _comparable(array)
+    n = size_of(array)
+    name = "argmax" if largest else "argmin"
+    lw.errors.raise_if(lw, cmpi("eq", n, const_i64(0)), lw.errors.code(
+        ValueError, (f"attempt to get {name} of an empty sequence",)))
+    op = max if largest else min
+    best = Reduction("extreme", dtype, op, _extreme_identity(dtype, largest))
+    reductions = [best]
+    floating = isinstance(dtype, types.Float)
+    if floating:
+        first_nan = Reduction("first_nan", types.int64, min, None, initial=n)
+        reductions.append(first_nan)
+
+    def extreme(k, v, accs):
+        v = comparable(v)
+        result = [best.combine(accs[0], v)]        # a NaN never wins the comparison
+        if floating:
+            result.append(first_nan.combine(accs[1], select(_is_nan(v, dtype), k, n)))
+        return result
+    results = fold_elements(lw, array, reductions, extreme)
+    first = Reduction("first", types.int64, min, None, initial=n)
+
+    def first_index(k, v, accs):
+        return [first.combine(accs[0], select(_equal(comparable(v), results[0], dtype), k, n))]
+    (index,) = fold_elements(lw, array, [first], first_index)
+    if floating:
+        index = select(cmpi("slt", results[1], n), results[1], index)
+    return index
+
+
+def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> ArrayValue:
+    """np.argmin/np.argmax along an axis: each output element scans its line
+    in order, keeping the first extreme (or the first NaN, which ends it)."""
+    dtype, comparable = _comparable(array)
+    line = AxisLines(lw, array, axis)
+    name = "argmax" if largest else "argmin"
+    empty_line = arith.AndIOp(cmpi("eq", to_i64(line.length), const_i64(0)),
+                              cmpi("ne", line.count(), const_i64(0))).result
+    lw.errors.raise_if(lw, empty_line, lw.errors.code(
+        ValueError, (f"attempt to get {name} of an empty sequence",)))
+    out = allocate(lw, result_ty, line.out_extents)
+    floating = isinstance(dtype, types.Float)
+
+    def body(indices):
+        start = [const(dtype, _extreme_identity(dtype, largest)), const_i64(0),
+                 const(types.boolean, 0)]
+        loop = scf.ForOp(const_index(0), line.length, const_index(1), start)
+        with ir.InsertionPoint(loop.body):
+            best, at, done = loop.inner_iter_args
+            k = loop.induction_variable
+            v = comparable(load_element(array, line.element(indices, k)))
+            nan = _is_nan(v, dtype) if floating else const(types.boolean, 0)
+            live = arith.XOrIOp(done, const(types.boolean, 1)).result
+            take = arith.AndIOp(live, arith.OrIOp(nan, _beats(v, best, dtype, largest)).result).result
+            scf.YieldOp([select(take, v, best), select(take, to_i64(k), at),
+                         arith.OrIOp(done, arith.AndIOp(live, nan).result).result])
+        store_element(cast(loop.results[1], types.int64, result_ty.dtype), out, indices)
+    parallel_for(lw, line.out_extents, body)
+    return out
+
+
+def _arg_extreme(largest: bool):
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a", "axis"))
+        array = array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
+        result_ty = types.unliteral(sig.return_type)
+        if "axis" in operands:
+            axis = axis_value(lw, operands["axis"], array, expr,
+                               (ValueError, "axis is out of bounds"))
+            if isinstance(result_ty, types.Array):
+                return _axis_arg_extreme(lw, array, axis, result_ty, largest)
+        return cast(_whole_arg_extreme(lw, array, largest), types.int64, result_ty)
+    return rule
+
+
+call_rules.register(np.argmin)(_arg_extreme(False))
+call_rules.register(np.argmax)(_arg_extreme(True))
+
+
+# -- max / min --------------------------------------------------------------------
+
+def _extreme(largest: bool):
+    """np.max/np.min/np.amax/np.amin/.max()/.min() of the whole array: one
+    parallel reduction whose combine lets a NaN win (NumPy's and Numba's
+    serial result); Numba's parallel version folds with Python's max, which
+    drops NaNs that are not first."""
+    name = "maximum" if largest else "minimum"
+
+    def rule(lw, args, sig, expr):
+        operands = call_operands(lw, args, sig, expr, ("a",))
+        array = array_operand(operands, f"np.{'max' if largest else 'min'}", expr)
+        if len(args) != 1 or expr.kws:
+            raise UnsupportedConstructError(
+                f"np.{'max' if largest else 'min'} with arguments other than the array "
+                "(Numba supports only the whole array)", expr.loc)
+        lw.errors.raise_if(lw, cmpi("eq", size_of(array), const_i64(0)), lw.errors.code(
+            ValueError, (f"zero-size array to reduction operation {name} which has no identity",)))
+        dtype, comparable = _comparable(array)
+        best = Reduction(name, dtype, NAN_MAX if largest else NAN_MIN,
+                         _extreme_identity(dtype, largest))
+        (result,) = fold_elements(lw, array, [best],
+                                  lambda k, v, accs: [best.combine(accs[0], comparable(v))])
+        return cast(result, dtype, types.unliteral(sig.return_type))
+    return rule
+
+
+for _largest, _functions, _method in ((True, (np.max, np.amax), "max"),
+                                      (False, (np.min, np.amin), "min")):
+    for _fn in _functions:
+        call_rules.register(_fn)(_extreme(_largest))
+    method_rules.register((types.Array, _method))(_extreme(_largest))
+
+
+# -- reductions along an axis ---------------------------------------------------------
+
+def _sum_along(lw, array: ArrayValue, axis: ir.Value, result_ty: types.Array) -> ArrayValue:
+    line = AxisLines(lw, array, axis)
+    out = allocate(lw, result_ty, line.out_extents)
+    acc_ty = result_ty.dtype
+    adder = Reduction("sum", acc_ty, operator.add, 0)
+
+    def body(indices):
+        loop = scf.ForOp(const_index(0), line.length, const_index(1), [const(acc_ty, 0)])
+        with ir.InsertionPoint(loop.body):
+            v = load_element(array, line.element(indices, loop.induction_variable))
+            scf.YieldOp([adder.combine(loop.inner_iter_args[0], cast(v, array.type.dtype, acc_ty))])
+        store_element(loop.results[0], out, indices)
+    parallel_for(lw, line.out_extents, body)
+    return out
+
+
+def _whole_sum(lw, array: ArrayValue, acc_ty) -> ir.Value:
+    total = Reduction("sum", acc_ty, operator.add, 0)
+    (result,) = fold_elements(lw, array, [total], lambda k, v, accs: [
+        total.combine(accs[0], cast(v, array.type.dtype, acc_ty))])
+    return result
+
+
+@call_rules.register(np.sum)
+def numpy_sum(lw, args, sig, expr):
+    """np.sum / .sum() with `axis=` (and `dtype=`); without an axis Numba's
+    parfor pass has already made it a parfor, except in the cases handled here."""
+    operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype"))
+    array = array_operand(operands, "np.sum", expr)
+    result_ty = types.unliteral(sig.return_type)
+    if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
+        raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)
+    if "axis" in operands:
+        axis = axis_value(lw, operands["axis"], array, expr)
+        if isinstance(result_ty, types.Array):
+            return _sum_along(lw, array, axis, result_ty)
+    return _whole_sum(lw, array, result_ty)
+
+
+# -- any / all --------------------------------------------------------------------
+
+def _any_or_all(is_any: bool):
+    def rule(lw, args, sig, expr):
+        array = args[0]
+        if len(args) != 1 or expr.kws or not isinstance(array, ArrayValue):
+            raise UnsupportedConstructError(
+                f"np.{'any' if is_any else 'all'} other than of a whole array", expr.loc)
+        # Truth values folded as bytes (partials live in memory; no i1 memrefs).
+        found = Reduction("any" if is_any else "all", types.uint8, max if is_any else min,
+                          0 if is_any else 1)
+        i8 = ir.IntegerType.get_signless(8)
+
+        def step(k, v, accs):
+            byte = arith.ExtUIOp(i8, truth(v, array.type.dtype)).result
+            return [found.combine(accs[0], byte)]
+        (result,) = fold_elements(lw, array, [found], step)
+        return cmpi("ne", result, const(types.uint8, 0))
+    return rule
+
+
+for _is_any, _fn in ((True, np.any), (False, np.all)):
+    call_rules.register(_fn)(_any_or_all(_is_any))
+    method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))

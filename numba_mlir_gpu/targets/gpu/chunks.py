@@ -1,0 +1,131 @@
+"""Array reductions of a GPU prange loop (`acc += x[i]`): one block per chunk.
+
+One `gpu.launch` of `chunks` blocks. Block `b` runs the contiguous chunk `b`
+of the iterations, in order, on its private copy of each accumulator (started
+at the identity). The threads of a block share each iteration
+(`BlockCooperation`): every thread runs the body's scalar code (the same
+values in every thread), while the element loops of the array operations
+(`parallel_for`, parfors nested in the body) are spread over the threads,
+with a barrier around each. Item assignments outside those loops are done
+by thread 0 between barriers, so a read-modify-write happens once; calls of
+functions that may write an array they are given are refused (lowering/calls.py).
+
+`chunks` = min(MAX_CHUNKS, trips, PRIVATE_BYTES / bytes of one set of
+copies), at least 1: it depends only on sizes, so the combining order, and
+the bits of the result, never depend on the device or on timing.
+parallel/array_reductions.py's fold_copies then folds the copies in chunk order.
+
+Temporary arrays the body makes (`acc += w * x[i]`) cannot be allocated in
+a kernel: each allocation becomes a buffer allocated before the launch, with
+a slot per block (or per thread, for one made inside an element loop), which
+the kernel uses (scratch.py says how slots are sized); one that cannot be
+sized before the launch is refused, naming its source line.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..._mlir import arith, gpu, ir, scf
+from ...lowering.build import cmpi, const_index
+from ...lowering.loops import delinearize, product
+from ...parallel.array_reductions import MAX_CHUNKS, run_chunk
+from .reduce import barrier, declare_barrier_marker
+from .scratch import KernelIndices, Temporary, hoist_temporaries
+
+# Memory for the private copies of one loop's accumulators, all chunks together.
+PRIVATE_BYTES = 256 << 20
+WARP = 32
+MAX_THREADS = 256
+
+
+class BlockCooperation:
+    """The threads of one block running the same iteration of a loop body."""
+
+    def __init__(self, thread: ir.Value, threads: ir.Value):
+        self.thread, self.threads = thread, threads
+        self.free = True      # False inside a loop of ours: plain code there
+        self.temporaries: list[Temporary] = []
+
+    def loop(self, extents: list, body: Callable[[list], None]) -> None:
+        """`body(indices)` over the box `extents`, flat index k on thread
+        k mod threads; barriers before (earlier reads) and after (the writes)."""
+        barrier()
+        loop = scf.ForOp(self.thread, product(extents), self.threads)
+        with ir.InsertionPoint(loop.body):
+            self._plain(lambda: body(delinearize(loop.induction_variable, extents)))
+            scf.YieldOp([])
+        barrier()
+
+    def single(self, emit: Callable[[], None], lw) -> None:
+        """`emit()` by thread 0 only, between barriers."""
+        barrier()
+        branch = scf.IfOp(cmpi("eq", self.thread, const_index(0)))
+        with ir.InsertionPoint(branch.then_block):
+            self._plain(emit)
+            lw.errors.check_pending(lw)     # its checks stay inside the branch
+            scf.YieldOp([])
+        barrier()
+
+    def allocated(self, value: ir.Value, loc, bounds: list | None = None) -> None:
+        """A temporary array of the body: one per block, or one per thread
+        when made inside one of our loops, where each thread runs its own
+        part (scratch.py). A block's slot is reused by the next iteration (or
+        the next run of an inner loop), and every thread writes some arrays
+        itself (a mask's positions): a barrier first, so that no thread still
+        reads the slot's previous array."""
+        if self.free:
+            barrier()
+        self.temporaries.append(Temporary(value, loc, per_thread=not self.free, bounds=bounds))
+
+    def _plain(self, emit) -> None:
+        self.free = False
+        try:
+            emit()
+        finally:
+            self.free = True
+
+
+def chunk_count(total: ir.Value, copy_bytes: ir.Value) -> ir.Value:
+    """min(MAX_CHUNKS, total, PRIVATE_BYTES / copy_bytes), at least 1."""
+    by_memory = arith.DivUIOp(const_index(PRIVATE_BYTES),
+                              arith.MaxUIOp(copy_bytes, const_index(1)).result).result
+    chunks = arith.MinUIOp(const_index(MAX_CHUNKS),
+                           arith.MinUIOp(total, by_memory).result).result
+    return arith.MaxUIOp(chunks, const_index(1)).result
+
+
+def block_threads(elements: ir.Value) -> ir.Value:
+    """Threads per block: the largest accumulator's elements rounded up to
+    warps, between one warp and MAX_THREADS."""
+    warps = arith.CeilDivUIOp(elements, const_index(WARP)).result
+    threads = arith.MulIOp(warps, const_index(WARP)).result
+    return arith.MaxUIOp(const_index(WARP),
+                         arith.MinUIOp(threads, const_index(MAX_THREADS)).result).result
+
+
+def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> ir.Value:
+    """Block b runs chunk b (array_reductions.Chunk), its threads cooperating;
+    every thread holds the same scalar accumulators and stores the same
+    partials. Returns the number of chunks run: `chunks`, or fewer when the
+    body's temporaries need too much scratch memory."""
+    declare_barrier_marker(lw.mlower.module)
+    one = const_index(1)
+    launch = gpu.LaunchOp((chunks, one, one), (threads, one, one))
+    args = launch.regions[0].blocks[0].arguments
+    block, thread, grid_dim, block_dim = args[0], args[3], args[6], args[9]
+    outer = lw.cooperation
+    lw.cooperation = BlockCooperation(thread, block_dim)
+    lw.parallel_depth += 1
+    try:
+        with ir.InsertionPoint(launch.regions[0].blocks[0]):
+            size = arith.CeilDivUIOp(total, grid_dim).result     # the chunks launched
+            loop = run_chunk(block, size, total, chunk)
+            gpu.TerminatorOp()
+        temporaries = lw.cooperation.temporaries
+    finally:
+        lw.parallel_depth -= 1
+        lw.cooperation = outer
+    indices = KernelIndices(block, thread, block_dim, threads, total, lw.mlower.module)
+    run = hoist_temporaries(launch.operation, loop, indices, chunks, temporaries)
+    launch.operation.operands[list(launch.operation.operands).index(chunks)] = run
+    return run

@@ -1,0 +1,121 @@
+"""The GPU target: parallel loops, reductions and where arrays live.
+
+GPU memory model: each array the function allocates is device memory when
+only kernels touch it, else CUDA managed memory (runtime/placement.py
+decides after the pipeline). NumPy arguments get contiguous mirrors, filled
+at entry and copied back at exit when the function writes them; arrays that
+already live on the GPU are used in place.
+"""
+from __future__ import annotations
+
+from ..._mlir import arith, ir, memref, scf
+from ...lowering.argument_writes import overwritten_arguments, written_arguments
+from ...lowering.build import const_index
+from ...lowering.errors import UnsupportedConstructError
+from ...lowering.loops import copy_elements, delinearize, flat_parallel, product
+from ...lowering.values import ArrayValue
+from ...runtime.device_arrays import DeviceArrayType
+from ..cpu import CPUStrategy
+from .chunks import block_threads, chunk_count, launch_chunks
+from .reduce import tree_reduce
+
+
+class GPUStrategy(CPUStrategy):
+    gpu = True
+
+    def __init__(self):
+        self.mirrors: list[tuple] = []   # (mirror, host memref, extents, contiguous)
+        self.written: set[int] = set()
+        self.overwritten: dict[int, list] = {}
+
+    def prologue(self, lw) -> None:
+        self.written = written_arguments(lw.func_ir)
+        self.overwritten = overwritten_arguments(lw.func_ir)
+
+    def bind_array_argument(self, lw, value, ty, origin):
+        if isinstance(ty, DeviceArrayType):
+            return ArrayValue(value, ty, origin)      # used in place
+        extents = [memref.DimOp(value, const_index(a)).result for a in range(ty.ndim)]
+        contiguous = ty.layout == "C"
+        mirror_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * ty.ndim,
+                                        ir.MemRefType(value.type).element_type)
+        mirror = memref.AllocOp(mirror_type, extents, []).result
+        if origin in self.overwritten:
+            # copied in only when the loop that writes it could miss elements
+            branch = scf.IfOp(_may_miss(lw, self.overwritten[origin], extents))
+            with ir.InsertionPoint(branch.then_block):
+                _copy(value, mirror, extents, contiguous)
+                scf.YieldOp([])
+        else:
+            _copy(value, mirror, extents, contiguous)
+        if origin in self.written:
+            self.mirrors.append((mirror, value, extents, contiguous))
+        return ArrayValue(mirror, ty if contiguous else ty.copy(layout="C"), origin)
+
+    def epilogue(self, lw) -> None:
+        for mirror, host, extents, contiguous in self.mirrors:
+            _copy(mirror, host, extents, contiguous)
+
+    def check_element_access(self, lw, array: ArrayValue, loc) -> None:
+        if lw.parallel_depth == 0 and isinstance(array.type, DeviceArrayType):
+            raise UnsupportedConstructError(
+                "reading or writing elements of a GPU array outside a prange loop "
+                "(host code cannot dereference device memory)", loc)
+
+    def can_allocate(self, lw) -> bool:
+        # in a chunk kernel of an array reduction, temporaries become scratch
+        return lw.parallel_depth == 0 or lw.cooperation is not None
+
+    def check_allocation(self, lw, loc) -> None:
+        if not self.can_allocate(lw):
+            raise UnsupportedConstructError("allocating arrays inside a GPU kernel", loc)
+
+    def parallel_loop(self, lw, trips, body, reductions) -> list:
+        total = product(trips)
+        if not reductions:
+            flat_parallel(total, lambda k: body(delinearize(k, trips), []))
+            return []
+        return tree_reduce(lw.mlower.module, total, reductions,
+                           lambda k, accs: body(delinearize(k, trips), accs))
+
+    def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
+        copy_bytes = const_index(0)
+        for size, itemsize in zip(sizes, itemsizes):
+            copy_bytes = arith.AddIOp(copy_bytes,
+                                      arith.MulIOp(size, const_index(itemsize)).result).result
+        return chunk_count(total, copy_bytes)
+
+    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> ir.Value:
+        """One block per chunk, its threads sharing each iteration; returns
+        the number of chunks run (fewer where temporaries need too much
+        scratch memory)."""
+        largest = const_index(1)        # no accumulators (a body that makes arrays): one warp
+        for size in sizes:
+            largest = arith.MaxUIOp(largest, size).result
+        return launch_chunks(lw, total, chunks, block_threads(largest), chunk)
+
+
+def _may_miss(lw, stops: list, extents) -> ir.Value:
+    """Could a loop running to `stops` (per dimension) miss an element?"""
+    missed = None
+    for stop, extent in zip(stops, extents):
+        kind, *where = stop
+        if kind == "const":
+            bound = const_index(where[0])
+        elif kind == "dim":
+            bound = memref.DimOp(lw.arguments[where[0]][0], const_index(where[1])).result
+        else:
+            bound = arith.IndexCastOp(ir.IndexType.get(), lw.arguments[where[0]][0]).result
+        short = arith.CmpIOp(arith.CmpIPredicate.slt, bound, extent).result
+        missed = short if missed is None else arith.OrIOp(missed, short).result
+    return missed
+
+
+def _copy(src, dst, extents, contiguous: bool) -> None:
+    """Between a NumPy argument and its mirror. Contiguous: one memref.copy,
+    which becomes one cuMemcpy (runtime/placement.py). Strided (Fortran
+    order, slices): an element loop on the host into a contiguous mirror."""
+    if contiguous:
+        memref.CopyOp(src, dst)
+        return
+    copy_elements(src, dst, extents)
