@@ -94,6 +94,81 @@ def matmul(A, B, C):
         C[i, j] = acc
 
 
+# Structured kernels: a prange over rows (or points) whose body has loops.
+
+def row_softmax(x, out):
+    n, m = x.shape
+    for i in prange(n):
+        top = x[i, 0]
+        for j in range(1, m):
+            top = max(top, x[i, j])
+        total = 0.0
+        for j in range(m):
+            e = math.exp(x[i, j] - top)
+            out[i, j] = e
+            total += e
+        for j in range(m):
+            out[i, j] /= total
+
+
+def layer_norm(x, out):
+    n, m = x.shape
+    for i in prange(n):
+        mean = 0.0
+        for j in range(m):
+            mean += x[i, j]
+        mean /= m
+        var = 0.0
+        for j in range(m):
+            d = x[i, j] - mean
+            var += d * d
+        scale = 1.0 / math.sqrt(var / m + 1e-5)
+        for j in range(m):
+            out[i, j] = (x[i, j] - mean) * scale
+
+
+def row_norms(x):
+    return np.sqrt(np.sum(x * x, axis=1))
+
+
+def column_sums(x):
+    return np.sum(x, axis=0)
+
+
+def kmeans_assign(points, centroids, labels, dists):
+    n, d = points.shape
+    k = centroids.shape[0]
+    for i in prange(n):
+        best = np.inf
+        best_c = 0
+        for c in range(k):
+            dist = 0.0
+            for t in range(d):
+                diff = points[i, t] - centroids[c, t]
+                dist += diff * diff
+            if dist < best:
+                best = dist
+                best_c = c
+        labels[i] = best_c
+        dists[i] = best
+
+
+def pairwise_distances(x, out):
+    n = x.shape[0]
+    for i in prange(n):
+        for j in range(n):
+            acc = 0.0
+            for t in range(x.shape[1]):
+                diff = x[i, t] - x[j, t]
+                acc += diff * diff
+            out[i, j] = math.sqrt(acc)
+
+
+def histogram(keys, counts):
+    for i in prange(keys.shape[0]):
+        counts[keys[i]] += 1
+
+
 def tiny(x, out):
     for i in prange(x.shape[0]):
         out[i] = x[i] + 1.0
@@ -129,6 +204,30 @@ def np_black_scholes(S, K, T, r, v, call):
 
 def np_matmul(A, B, C):
     np.dot(A, B, out=C)
+
+
+def np_row_softmax(x, out):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    out[:] = e / e.sum(axis=1, keepdims=True)
+
+
+def np_layer_norm(x, out):
+    mean = x.mean(axis=1, keepdims=True)
+    out[:] = (x - mean) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+
+
+def np_kmeans_assign(points, centroids, labels, dists):
+    d = ((points[:, None, :] - centroids[None, :, :]) ** 2).sum(-1)
+    labels[:] = d.argmin(axis=1)
+    dists[:] = d.min(axis=1)
+
+
+def np_pairwise_distances(x, out):
+    out[:] = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+
+
+def np_histogram(keys, counts):
+    counts[:] = np.bincount(keys, minlength=counts.shape[0])
 
 
 # ---------------------------------------------------------------- CuPy versions
@@ -264,4 +363,46 @@ def cases() -> list[Case]:
              outputs=(2,), work=("flops", lambda args: 2 * args[0].shape[0] ** 3),
              numpy=np_matmul, cupy=lambda cp, k, args: cp.matmul(args[0], args[1], out=args[2]),
              cupy_label="cupy.matmul (cuBLAS)", gpu_size=1024, tiny_size=16, tol=1e-5),
+        Case("row_softmax", row_softmax,
+             lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+             numpy=np_row_softmax, cupy=lambda cp, k, args: np_row_softmax(*args),
+             cupy_label="CuPy expression", gpu_size=8192, tiny_size=64, tol=1e-5,
+             notes="prange over rows; inner loops: max, exp-and-sum, divide"),
+        Case("layer_norm", layer_norm,
+             lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+             numpy=np_layer_norm, cupy=lambda cp, k, args: np_layer_norm(*args),
+             cupy_label="CuPy expression", gpu_size=8192, tiny_size=64, tol=1e-4,
+             notes="prange over rows; inner loops: mean, variance, normalise"),
+        Case("row_l2_norms", row_norms, lambda rng, n: (_f(rng, (n, n // 8), np.float32),),
+             work=("bytes", lambda args: args[0].nbytes),
+             numpy=row_norms, cupy=lambda cp, k, args: cp.sqrt(cp.sum(args[0] * args[0], axis=1)),
+             cupy_label="CuPy expression", gpu_size=8192, tiny_size=64, tol=1e-5,
+             notes="np.sqrt(np.sum(x * x, axis=1))"),
+        Case("column_sums", column_sums, lambda rng, n: (_f(rng, (n, n // 8), np.float32),),
+             work=("bytes", lambda args: args[0].nbytes),
+             numpy=column_sums, cupy=lambda cp, k, args: cp.sum(args[0], axis=0),
+             cupy_label="cupy.sum(axis=0)", gpu_size=8192, tiny_size=64, tol=1e-5,
+             notes="np.sum(x, axis=0)"),
+        Case("kmeans_assign", kmeans_assign,
+             lambda rng, n: (_f(rng, (n, 4), np.float32), _f(rng, (16, 4), np.float32),
+                             np.full(n, -1, np.int64), np.full(n, np.nan, np.float32)),
+             outputs=(2, 3), work=("bytes", lambda args: args[0].nbytes + 12 * args[0].shape[0]),
+             numpy=np_kmeans_assign, cupy=lambda cp, k, args: np_kmeans_assign(*args),
+             cupy_label="CuPy expression (broadcast, argmin)", gpu_size=1 << 20, tiny_size=100,
+             tol=1e-5, notes="1M points x 16 centroids x 4 dims: nearest centroid, its distance"),
+        Case("pairwise_dist", pairwise_distances,
+             lambda rng, n: (_f(rng, (n, 3), np.float32), np.zeros((n, n), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: args[1].nbytes),
+             numpy=np_pairwise_distances, cupy=lambda cp, k, args: np_pairwise_distances(*args),
+             cupy_label="CuPy expression (broadcast)", gpu_size=8192, tiny_size=40, tol=1e-5,
+             notes="N x 3 points -> N x N distances"),
+        Case("histogram", histogram,
+             lambda rng, n: (rng.integers(0, 256, n).astype(np.int64), np.zeros(256, np.int64)),
+             outputs=(1,), work=("bytes", lambda args: args[0].nbytes),
+             numpy=np_histogram,
+             cupy=lambda cp, k, args: cp.bincount(args[0], minlength=args[1].shape[0]),
+             cupy_label="cupy.bincount", gpu_size=1 << 26, tiny_size=1000, tol=0.0,
+             notes="counts[keys[i]] += 1 in a prange (256 bins); Numba parallel=True races"),
     ]

@@ -51,10 +51,13 @@ def array_reduction_names(lw, parfor) -> list[str]:
 
 
 def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reduction],
-                           body_for) -> list[ir.Value]:
+                           body_for, inner_trips: list = ()) -> list[ir.Value]:
     """`body_for(captured)` makes the BodyLowering of `parfor` (with the
     scalar reductions `scalars`) for the given captured values; the array
     reduction variables `names` are rebound to each chunk's private copy.
+    `inner_trips`: trip counts of the parfors nested in the body, where the
+    host knows them before the loop (None where not), for the target to size
+    the group of threads that shares an iteration.
     Returns the scalar reductions' values over the loop (each chunk's, folded
     in chunk order; not yet combined with the value before the loop)."""
     reductions = []
@@ -91,7 +94,7 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
     def finish(t, accs):
         for partial, acc in zip(partials, accs):
             memref.StoreOp(acc, partial, [t])
-    chunks = lw.target.chunked_loop(lw, total, chunks, sizes, Chunk(
+    chunks = lw.target.chunked_loop(lw, total, chunks, sizes, list(inner_trips), Chunk(
         start, iteration, finish, [r.identity_value() for r in scalars]))
     for (name, array, red), private in zip(reductions, privates):
         fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation

@@ -17,7 +17,7 @@ from .._mlir import arith, cf, ir, scf
 from ..lowering.build import cmpi, const_i64, select, to_i64, to_index
 from ..lowering.casts import cast
 from ..lowering.function import RegionBlocks, Scope
-from ..lowering.types import is_scalar
+from ..lowering.types import is_scalar, scalar_type
 from .reduction import Reduction
 
 def _bound(lw, value) -> ir.Value:
@@ -96,6 +96,12 @@ def capture(lw, parfor: Parfor, exclude: set) -> dict:
     return captured
 
 
+def accumulated(reductions) -> list[tuple]:
+    """(name, Numba type) of every variable the reductions accumulate, in
+    the order of their values (`identity_values`, `combine_values`)."""
+    return [(name, ty) for red in reductions for name, ty in zip(red.names, red.types)]
+
+
 class BodyLowering:
     """Emits one iteration of a parfor body at the current insertion point."""
 
@@ -107,7 +113,8 @@ class BodyLowering:
     def __call__(self, counters: list, accumulators: list) -> list[ir.Value]:
         lw = self.lw
         indices = self.nest.indices(counters)
-        region_op = scf.ExecuteRegionOp([r.mlir_type for r in self.reductions])
+        variables = accumulated(self.reductions)
+        region_op = scf.ExecuteRegionOp([scalar_type(ty) for _, ty in variables])
         entry = region_op.regions[0].blocks.append()
         labels = sorted(self.parfor.loop_body)
         blocks = {label: region_op.regions[0].blocks.append() for label in labels}
@@ -121,11 +128,11 @@ class BodyLowering:
                     scope.values[name] = value
             for name, value in zip(self.nest.vars, indices):
                 lw.bind_scalar(name, cast(value, types.int64, lw.typeof(name)), scope)
-            for red, acc in zip(self.reductions, accumulators):
-                lw.bind_scalar(red.name, acc, scope)
+            for (name, _), acc in zip(variables, accumulators):
+                lw.bind_scalar(name, acc, scope)
 
         def leave():
-            scf.YieldOp([lw.load_slot(scope.slots[r.name], r.type) for r in self.reductions])
+            scf.YieldOp([lw.load_slot(scope.slots[name], ty) for name, ty in variables])
 
         outer = lw.scope
         lw.scope = scope

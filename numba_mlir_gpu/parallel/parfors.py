@@ -17,15 +17,18 @@ from numba.core import types
 from numba.core.ir_utils import get_definition, guard
 from numba.parfors.parfor import Parfor
 
-from .._mlir import arith, ir
+from .._mlir import arith, ir, scf
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import sequential_for
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
 from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
+from ..lowering.build import const_i64
 from .collapse import collapse_perfect_nest
-from .nest import BodyLowering, LoopNest, capture, carries_values
-from .reduction import Reduction
+from .folds import sequential_fold
+from .inner_loops import parallelize_inner_loops
+from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
+from .reduction import Reduction, SelectReduction
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
             operator.isub: operator.add, operator.sub: operator.add,
@@ -73,7 +76,9 @@ def reductions_of(lw, parfor: Parfor, names=None) -> list[Reduction]:
 @stmt_rules.register(Parfor)
 def lower_parfor(lw, parfor: Parfor) -> None:
     if lw.parallel_depth == 0:
-        parfor = collapse_perfect_nest(lw, parfor)
+        # on every target, so the analysis is the same everywhere: where no
+        # threads share an iteration, a nested parfor runs in order
+        parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
     lw.lower_stmts(parfor.init_block.body)
     with lw.ip, lw.location(parfor.loc):
         anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
@@ -86,13 +91,7 @@ def lower_parfor(lw, parfor: Parfor) -> None:
 def _lower_loop(lw, parfor: Parfor) -> None:
     nest = LoopNest(lw, parfor)
     if lw.parallel_depth > 0:
-        # Nested parfors run sequentially inside the enclosing parallel body.
-        body = BodyLowering(lw, parfor, nest, [], captured=None)
-        cooperation = lw.cooperation
-        if cooperation is not None and cooperation.free and not carries_values(parfor):
-            cooperation.loop(nest.trips, lambda counters: body(counters, []))
-        else:
-            sequential_for(nest.trips, lambda counters: body(counters, []))
+        _lower_nested(lw, parfor, nest)
         return
     # Array reductions run in chunks, on private copies. A GPU kernel cannot
     # allocate: a body that makes arrays runs the same way (maybe with no
@@ -102,13 +101,118 @@ def _lower_loop(lw, parfor: Parfor) -> None:
     initial = [lw.read_as(nir.Var(None, r.name, parfor.loc), r.type) for r in reductions]
     for red, value in zip(reductions, initial):
         red.initial = value
-    if arrays or (lw.target.gpu and makes_arrays(lw, parfor)):
-        results = lower_array_reductions(
+    inner = _nested_parfors(parfor) if lw.target.cooperative_bodies else []
+    trips = _host_trip_counts(lw, parfor, inner)
+
+    def in_chunks():
+        return lower_array_reductions(
             lw, parfor, nest, arrays, reductions,
-            lambda captured: BodyLowering(lw, parfor, nest, reductions, captured))
-    else:
+            lambda captured: BodyLowering(lw, parfor, nest, reductions, captured), trips)
+
+    def flat():
         exclude = set(nest.vars) | {r.name for r in reductions}
         body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude))
-        results = lw.target.parallel_loop(lw, nest.trips, body, reductions)
+        return lw.target.parallel_loop(lw, nest.trips, body, reductions)
+    if arrays or (lw.target.cooperative_bodies and makes_arrays(lw, parfor)):
+        results = in_chunks()
+    elif inner:
+        # a group of threads per iteration when the inner loops are long enough
+        results = _either(lw.target.spreads_inner_loops(trips), in_chunks, flat,
+                          [r.mlir_type for r in reductions])
+    else:
+        results = flat()
     for red, before, result in zip(reductions, initial, results):
         lw.write(red.name, red.combine(before, result), red.type)
+
+
+def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
+    """A parfor inside a parallel body: spread over the threads of a block
+    where they cooperate (a map, or reductions combined across the block),
+    else in order in the thread that runs the body. Reductions of an inner
+    loop turned into a parfor (inner_loops.py) are its `inner_reductions`;
+    their variables get the combined values afterwards."""
+    reductions = parfor._kws.get("inner_reductions", [])
+    before = _initial_values(lw, reductions, parfor.loc)
+    body = BodyLowering(lw, parfor, nest, reductions, captured=None)
+    cooperation = lw.cooperation
+    together = cooperation is not None and cooperation.free
+    if not reductions:
+        if together and not carries_values(parfor):
+            cooperation.loop(nest.trips, lambda counters: body(counters, []))
+        else:
+            sequential_for(nest.trips, lambda counters: body(counters, []))
+        return
+    if together:
+        results = cooperation.fold(nest.trips, body, reductions)
+    else:
+        start = [v for red in reductions for v in red.identity_values()]
+        results = sequential_fold(nest.trips, start, body)
+    for red, values in zip(reductions, _split(before, reductions)):
+        mine, results = results[:len(red.names)], results[len(red.names):]
+        for name, ty, value in zip(red.names, red.types, red.combine_values(values, mine)):
+            lw.write(name, value, ty)
+
+
+def _initial_values(lw, reductions: list, loc) -> list:
+    """The accumulated variables' values before the loop (a select's hidden
+    position: -1), also recorded as the reductions' starts."""
+    values = []
+    for red in reductions:
+        if isinstance(red, SelectReduction):
+            red.initial = [lw.read_as(nir.Var(None, name, loc), ty)
+                           for name, ty in zip(red.names[:-1], red.types[:-1])] + [const_i64(-1)]
+            values += red.initial
+        else:
+            red.initial = lw.read_as(nir.Var(None, red.name, loc), red.type)
+            values.append(red.initial)
+    return values
+
+
+def _split(values: list, reductions: list) -> list:
+    parts = []
+    for red in reductions:
+        parts.append(values[:len(red.names)])
+        values = values[len(red.names):]
+    return parts
+
+
+def _nested_parfors(parfor: Parfor) -> list:
+    """The parfors at the top level of the body (inner loops to spread)."""
+    return [stmt for block in parfor.loop_body.values() for stmt in block.body
+            if isinstance(stmt, Parfor)]
+
+
+def _host_trip_counts(lw, parfor: Parfor, inner: list) -> list:
+    """Trip counts of the nested parfors that the host can compute before
+    the loop (bounds that are constants or values from outside the body);
+    None for one it cannot (its bounds change with the iteration)."""
+    defined = {stmt.target.name: stmt.value for block in parfor.loop_body.values()
+               for stmt in block.body if isinstance(stmt, nir.Assign)}
+    defined.update({n.index_variable.name: None for n in parfor.loop_nests})
+
+    def host_value(bound):
+        if not isinstance(bound, nir.Var):
+            return const_i64(int(bound))
+        if bound.name not in defined:
+            return lw.read_as(bound, types.int64)
+        value = defined[bound.name]
+        if isinstance(value, nir.Const) and isinstance(value.value, int):
+            return const_i64(value.value)
+        return None
+    counts = []
+    for nested in inner:
+        for loop in nested.loop_nests:
+            bounds = [host_value(b) for b in (loop.start, loop.stop, loop.step)]
+            counts.append(None if any(b is None for b in bounds) else trip_count(*bounds))
+    return counts
+
+
+def _either(condition: ir.Value, then, otherwise, result_types: list) -> list:
+    """`then()` or `otherwise()` (each returning values of `result_types`)
+    as the branches of an scf.if."""
+    branch = scf.IfOp(condition, result_types, has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp(then())
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp(otherwise())
+    return list(branch.results)

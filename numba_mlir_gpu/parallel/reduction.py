@@ -1,4 +1,14 @@
-"""A scalar reduction: its type, its combining operator and its start."""
+"""Reductions: the variables a loop accumulates, how two partial results
+combine, and where they start.
+
+A reduction covers one variable (`Reduction`: `+`, `*`, min, max) or several
+updated together (`SelectReduction`: "best value and its index"). Both
+expose the same few members, so the loop builders treat them alike: `names`
+and `types` of the accumulated variables, `identity_values()` to start a
+partial from, and `combine_values(a, b)` to merge two partials (lists in the
+order of `names`); `combine_values` is associative, and partials started
+from the identity merge to what the serial loop computes.
+"""
 from __future__ import annotations
 
 import operator
@@ -48,3 +58,62 @@ class Reduction:
     @property
     def mlir_type(self) -> ir.Type:
         return scalar_type(self.type)
+
+    # the protocol shared with SelectReduction
+    @property
+    def names(self) -> list:
+        return [self.name]
+
+    @property
+    def types(self) -> list:
+        return [self.type]
+
+    def identity_values(self) -> list:
+        return [self.identity_value()]
+
+    def combine_values(self, a: list, b: list) -> list:
+        return [self.combine(a[0], b[0])]
+
+
+# `candidate <op> key` -> whether the candidate replaces the current best
+_STRICT = {"lt": "lt", "le": "lt", "gt": "gt", "ge": "gt"}
+_PREDICATES = {"lt": ("OLT", "slt", "ult"), "le": ("OLE", "sle", "ule"),
+               "gt": ("OGT", "sgt", "ugt"), "ge": ("OGE", "sge", "uge")}
+
+
+def compare(op: str, a: ir.Value, b: ir.Value, ty: types.Type) -> ir.Value:
+    """`a <op> b` ("lt", "le", "gt", "ge") in the order of the scalar type `ty`
+    (false when a float operand is NaN)."""
+    fp, signed, unsigned = _PREDICATES[op]
+    if isinstance(ty, types.Float):
+        return cmpf(fp, a, b)
+    return cmpi(signed if getattr(ty, "signed", False) else unsigned, a, b)
+
+
+@dataclass
+class SelectReduction:
+    """`if candidate <op> key: key = candidate; payload = ...` in a loop: the
+    key and its payload (the index of the best element, say) are replaced
+    together when a candidate beats the key. A hidden position variable
+    (the iteration that last replaced them; -1 for the values before the
+    loop) breaks ties as the serial loop does: with a strict comparison the
+    earliest candidate wins, with <= or >= the latest."""
+    names: list           # the key, the payload variables, then the position
+    types: list
+    op: str               # "lt", "le", "gt", "ge": how a candidate beats the key
+    initial: list = None  # the values before the loop (the position: -1)
+
+    def identity_values(self) -> list:
+        return list(self.initial)
+
+    def combine_values(self, a: list, b: list) -> list:
+        """b's values when b's key beats a's, or ties it from a position the
+        serial loop keeps: the earlier one (strict) or the later (<=, >=)."""
+        key_type, position = self.types[0], len(self.names) - 1
+        beats = compare(_STRICT[self.op], b[0], a[0], key_type)
+        ties = (cmpf("OEQ", b[0], a[0]) if isinstance(key_type, types.Float)
+                else cmpi("eq", b[0], a[0]))
+        # ties: b wins when the serial loop would have kept b's element
+        b_kept = cmpi("slt" if self.op in ("lt", "gt") else "sgt", b[position], a[position])
+        take = arith.OrIOp(beats, arith.AndIOp(ties, b_kept).result).result
+        return [select(take, y, x) for x, y in zip(a, b)]

@@ -17,6 +17,9 @@ CPU_REDUCTION_CHUNKS = 64
 
 class CPUStrategy:
     gpu = False
+    # do several threads share each iteration of a prange body (its inner
+    # loops spread over them)? Here one worker runs it, as Numba does.
+    cooperative_bodies = False
 
     def bind_array_argument(self, lw, value, ty, origin):
         if isinstance(ty, DeviceArrayType):
@@ -66,8 +69,10 @@ class CPUStrategy:
         """How many private copies an array reduction (parallel/array_reductions.py) uses."""
         return const_index(CHUNKS)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> ir.Value:
+    def chunked_loop(self, lw, total, chunks, sizes: list, inner_trips: list,
+                     chunk) -> ir.Value:
         """The chunks of an array reduction (array_reductions.Chunk); returns
-        the number run."""
+        the number run. `inner_trips` are for targets whose threads share an
+        iteration: here each chunk runs on one worker."""
         chunked_loop(lw, total, chunks, chunk)
         return chunks

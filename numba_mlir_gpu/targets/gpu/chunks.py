@@ -29,13 +29,15 @@ from ..._mlir import arith, gpu, ir, scf
 from ...lowering.build import cmpi, const_index
 from ...lowering.loops import delinearize, product
 from ...parallel.array_reductions import MAX_CHUNKS, run_chunk
-from .reduce import barrier, declare_barrier_marker
+from .reduce import barrier, block_combine, declare_barrier_marker, shared_bytes, strided_fold
 from .scratch import KernelIndices, Temporary, hoist_temporaries
 
 # Memory for the private copies of one loop's accumulators, all chunks together.
 PRIVATE_BYTES = 256 << 20
 WARP = 32
 MAX_THREADS = 256
+# Iterations of a spread loop per trip of a thread's loop (loads in flight).
+UNROLL = 4
 
 
 class BlockCooperation:
@@ -45,16 +47,33 @@ class BlockCooperation:
         self.thread, self.threads = thread, threads
         self.free = True      # False inside a loop of ours: plain code there
         self.temporaries: list[Temporary] = []
+        self.combined_values = 0    # the most values one fold combines (shared memory)
 
     def loop(self, extents: list, body: Callable[[list], None]) -> None:
         """`body(indices)` over the box `extents`, flat index k on thread
-        k mod threads; barriers before (earlier reads) and after (the writes)."""
+        k mod threads (UNROLL per trip of its loop); barriers before (earlier
+        reads) and after (the writes)."""
+        def step(k, accs):
+            self._plain(lambda: body(delinearize(k, extents)))
+            return []
         barrier()
-        loop = scf.ForOp(self.thread, product(extents), self.threads)
-        with ir.InsertionPoint(loop.body):
-            self._plain(lambda: body(delinearize(loop.induction_variable, extents)))
-            scf.YieldOp([])
+        strided_fold(self.thread, product(extents), self.threads, [], step, UNROLL)
         barrier()
+
+    def fold(self, extents: list, body: Callable[[list, list], list], reductions) -> list:
+        """`body(indices, accumulators) -> accumulators` over the box
+        `extents`, flat index k on thread k mod threads, each thread from the
+        reductions' identities; then the partials combined across the block
+        (reduce.block_combine), the result in every thread."""
+        def step(k, accs):
+            result = []
+            self._plain(lambda: result.extend(body(delinearize(k, extents), accs)))
+            return result
+        barrier()
+        start = [v for red in reductions for v in red.identity_values()]
+        partial = strided_fold(self.thread, product(extents), self.threads, start, step, UNROLL)
+        self.combined_values = max(self.combined_values, len(start))
+        return block_combine(reductions, partial, self.thread, self.threads)
 
     def single(self, emit: Callable[[], None], lw) -> None:
         """`emit()` by thread 0 only, between barriers."""
@@ -110,7 +129,10 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chun
     body's temporaries need too much scratch memory."""
     declare_barrier_marker(lw.mlower.module)
     one = const_index(1)
-    launch = gpu.LaunchOp((chunks, one, one), (threads, one, one))
+    # dynamic shared memory for the folds of the body, known once it is built
+    shared = arith.ConstantOp(ir.IntegerType.get_signless(32), 0)
+    launch = gpu.LaunchOp((chunks, one, one), (threads, one, one),
+                          dynamic_shared_memory_size=shared.result)
     args = launch.regions[0].blocks[0].arguments
     block, thread, grid_dim, block_dim = args[0], args[3], args[6], args[9]
     outer = lw.cooperation
@@ -122,6 +144,8 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chun
             loop = run_chunk(block, size, total, chunk)
             gpu.TerminatorOp()
         temporaries = lw.cooperation.temporaries
+        shared.attributes["value"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), shared_bytes(lw.cooperation.combined_values))
     finally:
         lw.parallel_depth -= 1
         lw.cooperation = outer

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, func, gpu, ir, memref, scf
-from ...lowering.build import cmpi, const_index, stack_copy
+from ...lowering.build import cmpi, const_index, select, stack_copy
 
 THREADS = 256
 WARP = 32
@@ -40,7 +40,7 @@ UNROLL = 8
 BARRIER_MARKER = "_numba_mlir_gpu_barrier"
 
 _SLOT_BYTES = 8                        # widest scalar accumulator
-_WARPS = THREADS // WARP
+MAX_WARPS = 8                          # of a block that block_combine combines
 
 
 def tree_reduce(module: ir.Module, total: ir.Value, reductions,
@@ -59,8 +59,9 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         stride = arith.MulIOp(grid_size, const_index(THREADS)).result
         first = arith.AddIOp(arith.MulIOp(block_id, const_index(THREADS)).result,
                              thread_id).result
-        accs = _strided_fold(first, total, stride, reductions, step)
-        return block_id, _block_combine(reductions, accs, thread_id)
+        accs = strided_fold(first, total, stride, [r.identity_value() for r in reductions],
+                            step)
+        return block_id, block_combine(reductions, accs, thread_id, const_index(THREADS))
     _launch(blocks, reductions, partials, per_block)
 
     # all MAX_BLOCKS slots are copied; those past `blocks` are never read
@@ -88,11 +89,11 @@ def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
 def _launch(grid: ir.Value, reductions, partials, body) -> None:
     """A 1-d launch of `grid` x THREADS; `body(block, thread, grid)` returns
     (slot, values) and thread 0 stores the values to `partials[slot]`."""
-    shared_bytes = arith.ConstantOp(ir.IntegerType.get_signless(32),
-                                    _SLOT_BYTES * _WARPS * len(reductions)).result
+    shared = arith.ConstantOp(ir.IntegerType.get_signless(32),
+                              shared_bytes(len(reductions))).result
     one = const_index(1)
     launch = gpu.LaunchOp((grid, one, one), (const_index(THREADS), one, one),
-                          dynamic_shared_memory_size=shared_bytes)
+                          dynamic_shared_memory_size=shared)
     args = launch.regions[0].blocks[0].arguments
     with ir.InsertionPoint(launch.regions[0].blocks[0]):
         slot, values = body(args[0], args[3], args[6])
@@ -104,33 +105,26 @@ def _launch(grid: ir.Value, reductions, partials, body) -> None:
         gpu.TerminatorOp()
 
 
-def _plain_fold(first, stop, stride, reductions, step) -> list:
-    loop = scf.ForOp(first, stop, stride, [r.identity_value() for r in reductions])
-    with ir.InsertionPoint(loop.body):
-        scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
-    return list(loop.results)
-
-
-def _strided_fold(first, total, stride, reductions, step) -> list:
-    """Iterations first, first + stride, ... < total, in that order, UNROLL
-    per trip of the main loop and the rest one by one."""
-    if UNROLL == 1:
-        return _plain_fold(first, total, stride, reductions, step)
+def strided_fold(first, total, stride, initial: list, step, unroll: int = UNROLL) -> list:
+    """`accs = step(k, accs)` for k = first, first + stride, ... < total, in
+    that order, from `initial`: `unroll` iterations per trip of a main loop
+    (so that a thread has that many independent loads in flight), then the
+    rest one by one. Returns the final accumulators."""
     # count = ceil((total - first) / stride), 0 when first >= total
     remaining = arith.SubIOp(arith.MaxUIOp(total, first).result, first).result
     count = arith.CeilDivUIOp(remaining, stride).result
-    unrolled = arith.MulIOp(arith.DivUIOp(count, const_index(UNROLL)).result,
-                            const_index(UNROLL)).result
-    span = arith.MulIOp(stride, const_index(UNROLL)).result
+    unrolled = arith.MulIOp(arith.DivUIOp(count, const_index(unroll)).result,
+                            const_index(unroll)).result
+    span = arith.MulIOp(stride, const_index(unroll)).result
     main_stop = arith.AddIOp(first, arith.MulIOp(unrolled, stride).result).result
 
     def trip(k, accs):
-        for u in range(UNROLL):
+        for u in range(unroll):
             accs = step(k, accs)
-            if u + 1 < UNROLL:
+            if u + 1 < unroll:
                 k = arith.AddIOp(k, stride).result
         return accs
-    loop = scf.ForOp(first, main_stop, span, [r.identity_value() for r in reductions])
+    loop = scf.ForOp(first, main_stop, span, initial)
     with ir.InsertionPoint(loop.body):
         scf.YieldOp(trip(loop.induction_variable, list(loop.inner_iter_args)))
     rest = scf.ForOp(main_stop, total, stride, list(loop.results))
@@ -139,36 +133,85 @@ def _strided_fold(first, total, stride, reductions, step) -> list:
     return list(rest.results)
 
 
-def _block_combine(reductions, accs, thread_id) -> list:
-    """The block's combined value of each reduction, valid in thread 0:
-    a butterfly within each warp, then one over the warps' values."""
-    lane = arith.RemUIOp(thread_id, const_index(WARP)).result
-    warp = arith.DivUIOp(thread_id, const_index(WARP)).result
-    accs = [_butterfly(r, acc, WARP) for r, acc in zip(reductions, accs)]
-    buffers = [_shared_slots(i, r.mlir_type) for i, r in enumerate(reductions)]
+def block_combine(reductions, values: list, thread: ir.Value, threads: ir.Value) -> list:
+    """The values of the reductions (flattened, in the order of their
+    `names`) combined over the threads of the block, in every thread.
+
+    The block has `threads` threads, a multiple of the warp size up to
+    MAX_WARPS warps. A butterfly of xor shuffles combines each warp (every
+    lane ends with the warp's value); lane 0 of each warp stores it in
+    shared memory; after a barrier every thread reads warp `lane mod warps`
+    and a second butterfly, over `warps` lanes, combines the warps. The
+    pattern depends only on the block size, so the result is the same bits
+    on every run. A barrier at the end lets the slots be used again."""
+    lane = arith.RemUIOp(thread, const_index(WARP)).result
+    warp = arith.DivUIOp(thread, const_index(WARP)).result
+    warps = arith.DivUIOp(threads, const_index(WARP)).result
+    values = _butterfly(reductions, values, WARP)
+    slots = [_shared_slots(i, _slot_type(v.type)) for i, v in enumerate(values)]
     first_lane = scf.IfOp(cmpi("eq", lane, const_index(0)))
     with ir.InsertionPoint(first_lane.then_block):
-        for acc, buf in zip(accs, buffers):
-            memref.StoreOp(acc, buf, [warp])
+        for value, slot in zip(values, slots):
+            memref.StoreOp(_to_slot(value), slot, [warp])
         scf.YieldOp([])
     barrier()
-    # Every thread reads a warp's value (lane mod WARPS); lanes 0..WARPS-1 of
-    # each warp then combine the WARPS values in the same fixed pattern.
-    which = arith.RemUIOp(lane, const_index(_WARPS)).result
-    values = [memref.LoadOp(buf, [which]).result for buf in buffers]
-    return [_butterfly(r, v, _WARPS) for r, v in zip(reductions, values)]
+    which = arith.RemUIOp(lane, warps).result
+    values = [_from_slot(memref.LoadOp(slot, [which]).result, v.type)
+              for slot, v in zip(slots, values)]
+    values = _butterfly(reductions, values, MAX_WARPS, active=warps)
+    barrier()
+    return values
 
 
-def _butterfly(reduction, value: ir.Value, width: int) -> ir.Value:
-    """Combine `value` across groups of `width` lanes with xor shuffles."""
+def shared_bytes(values: int) -> int:
+    """Dynamic shared memory a block_combine of `values` values uses."""
+    return _SLOT_BYTES * MAX_WARPS * values
+
+
+def _butterfly(reductions, values: list, width: int, active: ir.Value = None) -> list:
+    """Combine `values` across groups of `width` lanes with xor shuffles;
+    with `active`, a power of two up to `width`, only over groups of
+    `active` lanes (the steps of larger offsets are skipped)."""
     i32 = ir.IntegerType.get_signless(32)
     offset = width // 2
     while offset:
-        other = _shuffle_xor(value, arith.ConstantOp(i32, offset).result,
-                             arith.ConstantOp(i32, WARP).result)
-        value = reduction.combine(value, other)
+        others = [_shuffle_xor(v, arith.ConstantOp(i32, offset).result,
+                               arith.ConstantOp(i32, WARP).result) for v in values]
+        combined = _combine_all(reductions, values, others)
+        if active is not None:
+            step = cmpi("ult", const_index(offset), active)
+            combined = [select(step, c, v) for c, v in zip(combined, values)]
+        values = combined
         offset //= 2
+    return values
+
+
+def _combine_all(reductions, a: list, b: list) -> list:
+    result = []
+    for red in reductions:
+        n = len(red.names)
+        result += red.combine_values(a[:n], b[:n])
+        a, b = a[n:], b[n:]
+    return result
+
+
+def _slot_type(ty: ir.Type) -> ir.Type:
+    """Booleans are kept as bytes in memory (no i1 memrefs)."""
+    return ir.IntegerType.get_signless(8) if _is_bool(ty) else ty
+
+
+def _is_bool(ty: ir.Type) -> bool:
+    return isinstance(ty, ir.IntegerType) and ty.width == 1
+
+
+def _to_slot(value: ir.Value) -> ir.Value:
+    if _is_bool(value.type):
+        return arith.ExtUIOp(ir.IntegerType.get_signless(8), value).result
     return value
+
+
+def _from_slot(value: ir.Value, ty: ir.Type) -> ir.Value:
+    return arith.TruncIOp(ty, value).result if _is_bool(ty) else value
 
 
 def _shuffle_xor(value: ir.Value, offset: ir.Value, width: ir.Value) -> ir.Value:
@@ -182,13 +225,13 @@ def _shuffle_xor(value: ir.Value, offset: ir.Value, width: ir.Value) -> ir.Value
 
 
 def _shared_slots(index: int, element: ir.Type) -> ir.Value:
-    """WARPS slots of workgroup memory for reduction `index`."""
+    """MAX_WARPS slots of workgroup memory for value `index`."""
     space = ir.Attribute.parse("#gpu.address_space<workgroup>")
     raw = gpu.DynamicSharedMemoryOp(
         ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
                           memory_space=space)).result
-    return memref.ViewOp(ir.MemRefType.get([_WARPS], element, memory_space=space), raw,
-                         const_index(index * _SLOT_BYTES * _WARPS), []).result
+    return memref.ViewOp(ir.MemRefType.get([MAX_WARPS], element, memory_space=space), raw,
+                         const_index(index * _SLOT_BYTES * MAX_WARPS), []).result
 
 
 def barrier() -> None:

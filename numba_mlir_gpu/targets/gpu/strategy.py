@@ -16,12 +16,13 @@ from ...lowering.loops import copy_elements, delinearize, flat_parallel, product
 from ...lowering.values import ArrayValue
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
-from .chunks import block_threads, chunk_count, launch_chunks
+from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks
 from .reduce import tree_reduce
 
 
 class GPUStrategy(CPUStrategy):
     gpu = True
+    cooperative_bodies = True   # a prange body with inner loops: a block per iteration
 
     def __init__(self):
         self.mirrors: list[tuple] = []   # (mirror, host memref, extents, contiguous)
@@ -78,6 +79,18 @@ class GPUStrategy(CPUStrategy):
         return tree_reduce(lw.mlower.module, total, reductions,
                            lambda k, accs: body(delinearize(k, trips), accs))
 
+    def spreads_inner_loops(self, inner_trips: list) -> ir.Value:
+        """Does a block share each iteration of a prange body whose nested
+        loops run `inner_trips` times (None: not known before the loop)? When
+        one is at least a warp long, or unknown; else one thread runs each
+        iteration (a warp would mostly idle)."""
+        if any(t is None for t in inner_trips):
+            return arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
+        longest = const_index(0)
+        for trips in inner_trips:
+            longest = arith.MaxUIOp(longest, trips).result
+        return arith.CmpIOp(arith.CmpIPredicate.uge, longest, const_index(WARP)).result
+
     def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
         copy_bytes = const_index(0)
         for size, itemsize in zip(sizes, itemsizes):
@@ -85,12 +98,16 @@ class GPUStrategy(CPUStrategy):
                                       arith.MulIOp(size, const_index(itemsize)).result).result
         return chunk_count(total, copy_bytes)
 
-    def chunked_loop(self, lw, total, chunks, sizes: list, chunk) -> ir.Value:
+    def chunked_loop(self, lw, total, chunks, sizes: list, inner_trips: list,
+                     chunk) -> ir.Value:
         """One block per chunk, its threads sharing each iteration; returns
         the number of chunks run (fewer where temporaries need too much
-        scratch memory)."""
-        largest = const_index(1)        # no accumulators (a body that makes arrays): one warp
-        for size in sizes:
+        scratch memory). Threads: enough for the largest accumulator and
+        the longest inner loop (all a block holds when the host cannot tell
+        an inner loop's length), from one warp up."""
+        largest = const_index(1)        # no accumulators and no inner loops: one warp
+        for size in sizes + [t if t is not None else const_index(MAX_THREADS)
+                             for t in inner_trips]:
             largest = arith.MaxUIOp(largest, size).result
         return launch_chunks(lw, total, chunks, block_threads(largest), chunk)
 
