@@ -355,8 +355,10 @@ def cases() -> list[Case]:
              outputs=(3,), work=("flops", lambda args: None),   # from the iteration counts
              cupy=lambda cp, k, args: k["mandelbrot"](
                  np.int32(args[0]), np.int32(args[1]), np.int32(args[2]), args[3]),
-             cupy_label="ElementwiseKernel", gpu_size=2048, tiny_size=24, tol=0.0,
-             notes="8 flop per iteration; numpy: none (reference: Numba CPU)"),
+             cupy_label="ElementwiseKernel", gpu_size=2048, tiny_size=24, tol=1e-4,
+             notes="8 flop per iteration; numpy: none (reference: Numba CPU); with FMAs in "
+                   "kernels (as CuPy's) a few pixels on the set's boundary escape one "
+                   "iteration sooner or later: relative L2 error below 1e-4"),
         Case("matmul", matmul,
              lambda rng, n: (_f(rng, (n, n), np.float32), _f(rng, (n, n), np.float32),
                              np.full((n, n), np.nan, np.float32)),

@@ -9,9 +9,9 @@ load_mlir()
 
 from mlir import ir, passmanager  # noqa: E402
 from mlir.dialects import (  # noqa: E402
-    arith, cf, func, gpu, llvm, math, memref, scf,
+    arith, cf, func, gpu, linalg, llvm, math, memref, scf,
 )
 from mlir.execution_engine import ExecutionEngine  # noqa: E402
 
-__all__ = ["ir", "passmanager", "arith", "cf", "func", "gpu", "llvm", "math",
+__all__ = ["ir", "passmanager", "arith", "cf", "func", "gpu", "linalg", "llvm", "math",
            "memref", "scf", "ExecutionEngine"]

@@ -258,3 +258,20 @@ def test_gpu_code_spreads_inner_loops_over_a_block():
     assert "gpu.launch" not in text and "scf.parallel" in text
     kept = compile_only(prefix_sums, x, x)
     assert "gpu.shuffle" not in inspect_mlir(kept, kept.signatures[0])
+
+
+def flat_2d(x, out, w):
+    """A 2-d index space as one flat prange: k // w and k % w (the loop is
+    versioned on w > 0, parallel/parfors.positive_divisors); negative w
+    keeps Python's floor semantics and negative indices' wrap-around."""
+    for k in prange(x.shape[0] * x.shape[1]):
+        i = k // w
+        j = k % w
+        out[k] = x[i % x.shape[0], j] * 10 + i * 1000 + j
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("w", [7, -7, 1, -1, 3, -5])
+def test_division_by_loop_invariants_keeps_python_semantics(target, w):
+    x = RNG.random((5, 7))
+    check(flat_2d, x, np.zeros(35), w, target=target)

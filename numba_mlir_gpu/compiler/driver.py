@@ -64,9 +64,9 @@ def cpu_threads() -> int:
 def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
     if choice.name == "gpu":
         major, minor = cuda.compute_capability()
-        return passes.launch_shape_from_env(passes.GPUOptions(
+        return passes.options_from_env(passes.GPUOptions(
             chip=f"sm_{major}{minor}", format="fatbin" if cuda.has_ptxas() else "isa"))
-    return passes.launch_shape_from_env(passes.GPUOptions(format="isa"))
+    return passes.options_from_env(passes.GPUOptions(format="isa"))
 
 
 def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 from .._mlir import func, gpu, ir, llvm
 from ..lowering.fastmath import allows_approximate_functions
+from ..lowering.structured import generics, lower_as_loops
+from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
+from ..targets.gpu.structured import schedule_reductions
 from .deallocation import copies_of_views_as_loops, lower_general_deallocs
 from .launch import TileParallelLoops
 
@@ -52,8 +55,9 @@ def cpu_pipeline(threads: int) -> list:
     """Parallel loops split into tasks for MLIR's async runtime (a thread
     pool of `threads` workers); reductions are chunked per worker first
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
-    return _DEALLOCATION + [precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
-                            copies_of_views_as_loops, "builtin.module(" + ",".join([
+    return [reductions_as_loops] + _DEALLOCATION + [
+        precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+        copies_of_views_as_loops, "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
         "async-runtime-ref-counting",
@@ -69,12 +73,26 @@ class GPUOptions:
     chip: str = "sm_90"
     features: str = "+ptx80"
     format: str = "fatbin"      # "isa" gives PTX text and needs no CUDA toolkit
-    threads_per_block: int = 256
-    elements_per_thread: int = 4     # iterations per thread, threads_per_block apart
+    threads_per_block: int = schedules.ELEMENTWISE_THREADS
+    elements_per_thread: int = schedules.ELEMENTWISE_ITEMS   # threads_per_block apart
     opt_level: int = 3
+    # multiplications and additions in kernels may fuse into FMAs, as CUDA's
+    # compilers do by default; $NUMBA_MLIR_GPU_FMA=0 keeps them apart
+    contract: bool = True
 
 
 ENV_LAUNCH = "NUMBA_MLIR_GPU_LAUNCH"
+ENV_FMA = "NUMBA_MLIR_GPU_FMA"
+
+
+def options_from_env(default: GPUOptions) -> GPUOptions:
+    """The launch shape ($NUMBA_MLIR_GPU_LAUNCH) and FMA contraction
+    ($NUMBA_MLIR_GPU_FMA) as the environment sets them."""
+    options = launch_shape_from_env(default)
+    fma = os.environ.get(ENV_FMA, "").strip()
+    if fma:
+        options = dataclasses.replace(options, contract=fma not in ("0", "false", "no"))
+    return options
 
 
 def launch_shape_from_env(default: GPUOptions) -> GPUOptions:
@@ -119,9 +137,18 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "reconcile-unrealized-casts",
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
-    return _DEALLOCATION + [barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_,
+    return [schedule_reductions] + _DEALLOCATION + [
+        barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+                            outline, ieee_sqrt_in_kernels, precise_libm_calls,
+                            *([contract_in_kernels] if o.contract else []), compile_,
                             zero_for_poison]
+
+
+def reductions_as_loops(module) -> None:
+    """The axis reductions of lowering/structured.py as parallel loops over
+    their outputs (the CPU's schedule; the GPU's is targets/gpu/structured.py)."""
+    for op in generics(module):
+        lower_as_loops(op)
 
 
 def zero_for_poison(module) -> None:
@@ -131,14 +158,7 @@ def zero_for_poison(module) -> None:
     variable before its first assignment) a poison placeholder, and the
     ownership-based deallocation then compares its pointer: `false and
     poison` is poison, and a branch on it is undefined behaviour."""
-    found = []
-
-    def visit(op):
-        if op.name == "llvm.mlir.poison":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for op in found:
+    for op in _ops(module, lambda op: op.name == "llvm.mlir.poison"):
         with ir.InsertionPoint(op), op.location:
             zero = llvm.ZeroOp(op.results[0].type).result
         op.results[0].replace_all_uses_with(zero)
@@ -150,15 +170,8 @@ def barriers_from_markers(module) -> None:
 
     Buffer deallocation refuses gpu.barrier (it declares no memory effects),
     so the lowering emits an opaque call and this runs after deallocation."""
-    calls = []
-
-    def visit(op):
-        if op.name == "func.call" and \
-                ir.FlatSymbolRefAttr(op.attributes["callee"]).value == BARRIER_MARKER:
-            calls.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for op in calls:
+    for op in _ops(module, lambda op: op.name == "func.call" and ir.FlatSymbolRefAttr(
+            op.attributes["callee"]).value == BARRIER_MARKER):
         with ir.InsertionPoint(op), op.location:
             gpu.BarrierOp()
         op.erase()
@@ -167,21 +180,43 @@ def barriers_from_markers(module) -> None:
         symbols[BARRIER_MARKER].operation.erase()
 
 
+_CONTRACTIBLE = {"arith.addf", "arith.subf", "arith.mulf", "arith.negf"}
+
+
+def contract_in_kernels(module) -> None:
+    """The `contract` fast-math flag on floating-point additions and
+    multiplications inside GPU modules, added to the flags they have: the
+    NVPTX backend then fuses `a * b + c` into one FMA (one rounding instead
+    of two), as nvcc and NVRTC do unless told not to."""
+    for op in _ops(module, lambda op: op.name in _CONTRACTIBLE and _inside(op, "gpu.module")):
+        text = str(op.attributes["fastmath"]) if "fastmath" in op.attributes else ""
+        flags = set(text[text.find("<") + 1:text.rfind(">")].split(",")) - {"", "none"}
+        if not flags & {"fast", "contract"}:
+            op.attributes["fastmath"] = ir.Attribute.parse(
+                f"#arith.fastmath<{','.join(sorted(flags | {'contract'}))}>")
+
+
+def _ops(module, wanted) -> list:
+    """The operations of `module` for which `wanted(op)` holds (collected
+    first, so that the caller may replace them)."""
+    found = []
+
+    def visit(op):
+        if wanted(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    return found
+
+
 def ieee_sqrt_in_kernels(module) -> None:
     """math.sqrt -> the llvm.sqrt intrinsic inside GPU modules.
 
     NVVM lowering turns math.sqrt into sqrt.approx (1 ulp off NumPy) and
     rejects llvm.intr.sqrt; a call of the intrinsic becomes sqrt.rn. Under
     fastmath with approximate functions allowed, sqrt.approx stays."""
-    found = []
-
-    def visit(op):
-        if op.name == "math.sqrt" and _inside(op, "gpu.module") \
-                and not allows_approximate_functions(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for op in found:
+    for op in _ops(module, lambda op: op.name == "math.sqrt" and _inside(op, "gpu.module")
+                   and not allows_approximate_functions(op)):
         x = op.operands[0]
         name = "llvm.sqrt.f32" if isinstance(x.type, ir.F32Type) else "llvm.sqrt.f64"
         with ir.InsertionPoint(op), op.location:
@@ -196,15 +231,8 @@ _LIBM = {"math.expm1": "expm1", "math.log1p": "log1p"}
 
 
 def precise_libm_calls(module) -> None:
-    found = []
-
-    def visit(op):
-        if op.name in _LIBM and not _inside(op, "gpu.module"):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
     declared = set()
-    for op in found:
+    for op in _ops(module, lambda op: op.name in _LIBM and not _inside(op, "gpu.module")):
         x = op.operands[0]
         name = _LIBM[op.name] + ("f" if isinstance(x.type, ir.F32Type) else "")
         if name not in declared:

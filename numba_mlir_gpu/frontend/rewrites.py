@@ -3,6 +3,9 @@
 * `StepPrangeRewrite` (untyped IR, before type inference): Numba's ParforPass
   accepts only `prange` with step 1. `for i in prange(a, b, s)` becomes
   `for k in prange(trip_count(a, b, s)): i = a + k * s`.
+* `SubstituteNumPyCalls` (untyped IR, before type inference): stand-ins
+  (lowering/substitutes.py) for NumPy calls that Numba would type by
+  compiling its own implementation.
 * `MLIRPreParforPass`: Numba's PreParforPass, with the NumPy functions we
   lower ourselves (rules/reductions.py, rules/linalg.py) taken out of the table of
   functions it swaps for its own parallel implementations, so the calls
@@ -20,6 +23,8 @@ from numba.core.ir_utils import get_definition, guard, mk_unique_var
 from numba.core.typed_passes import PreParforPass
 from numba.misc.special import prange
 from numba.parfors import parfor as numba_parfor
+
+from ..lowering.substitutes import sum_with_axis
 
 # Lowered by our call rules instead: Numba's versions use IndexValue pairs
 # (argmin/argmax), leave matrix products to BLAS (dot), or fold with Python's
@@ -212,3 +217,52 @@ def _source_name(value):
     if isinstance(value, ir.Expr) and value.op in ("getiter", "iternext", "pair_first"):
         return value.value.name
     return None
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class SubstituteNumPyCalls(FunctionPass):
+    """`np.sum(a, axis=...)` -> `sum_with_axis(a, axis=...)` before type
+    inference (lowering/substitutes.py says why)."""
+
+    _name = "numba_mlir_gpu_substitute_numpy_calls"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        func_ir = state.func_ir
+        calls = {}      # callee variable -> the calls through it
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and \
+                        stmt.value.op == "call":
+                    calls.setdefault(stmt.value.func.name, []).append(stmt.value)
+        changed = False
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if not (isinstance(stmt, ir.Assign) and self._is_np_sum(func_ir, stmt.value)):
+                    continue
+                through = calls.get(stmt.target.name, [])
+                used = sum(v.name == stmt.target.name for b in func_ir.blocks.values()
+                           for s in b.body if not isinstance(s, ir.Del)
+                           for v in s.list_vars())
+                # every use is a call with an axis (1 use is the definition itself)
+                if through and used == len(through) + 1 and all(
+                        len(c.args) >= 2 or any(k == "axis" for k, _ in c.kws)
+                        for c in through):
+                    stmt.value = ir.Global("sum_with_axis", sum_with_axis, stmt.loc)
+                    func_ir._definitions[stmt.target.name] = [stmt.value]
+                    changed = True
+        return changed
+
+    @staticmethod
+    def _is_np_sum(func_ir, value) -> bool:
+        if isinstance(value, (ir.Global, ir.FreeVar)):
+            return value.value is np.sum
+        if isinstance(value, ir.Expr) and value.op == "getattr" and value.attr == "sum":
+            try:
+                module = func_ir.get_definition(value.value)
+            except Exception:      # noqa: BLE001  (several or no definitions)
+                return False
+            return isinstance(module, (ir.Global, ir.FreeVar)) and module.value is np
+        return False

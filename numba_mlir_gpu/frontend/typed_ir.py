@@ -17,7 +17,8 @@ from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
                                      NoPythonSupportedFeatureValidation, ParforPass,
                                      PreParforPass)
 
-from .rewrites import MLIRPreParforPass, StepPrangeRewrite
+from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
+from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -44,6 +45,7 @@ def typed_passes(state, name: str) -> PassManager:
     pm = PassManager(name)
     pm.passes.extend(dpb.define_untyped_pipeline(state).passes)
     pm.add_pass(StepPrangeRewrite, "prange with a step other than 1")
+    pm.add_pass(SubstituteNumPyCalls, "stand-ins for NumPy calls")
     ours = {ParforPass: QuietParforPass, PreParforPass: MLIRPreParforPass}
     pm.passes.extend((ours.get(cls, cls), desc)
                      for cls, desc in dpb.define_typed_pipeline(state).passes)

@@ -24,6 +24,17 @@ def call_operands(lw, args: list, sig, expr, names: tuple) -> dict:
             if not isinstance(item[1], (types.NoneType, types.Omitted))}
 
 
+def constant_operand(lw, expr, names: tuple, name: str):
+    """The compile-time value of operand `name` (positional or keyword) when
+    its type is a literal, else None."""
+    variables = dict(zip(names, expr.args))
+    variables.update(dict(expr.kws))
+    var = variables.get(name)
+    if var is None:
+        return None
+    return getattr(lw.typeof(var.name), "literal_value", None)
+
+
 def array_operand(operands: dict, function: str, expr) -> ArrayValue:
     value, ty = operands.get("a", (None, None))
     if not isinstance(value, ArrayValue):

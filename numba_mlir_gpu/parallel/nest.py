@@ -106,9 +106,13 @@ class BodyLowering:
     """Emits one iteration of a parfor body at the current insertion point."""
 
     def __init__(self, lw, parfor: Parfor, nest: LoopNest, reductions: list[Reduction],
-                 captured: dict | None):
+                 captured: dict | None, positive: frozenset = frozenset()):
+        """`positive`: captured integers known to be positive here, rebound
+        as max(value, 1) inside the body so that the compiler of a kernel
+        sees it (see parfors.positive_divisors)."""
         self.lw, self.parfor, self.nest = lw, parfor, nest
         self.reductions, self.captured = reductions, captured
+        self.positive = positive
 
     def __call__(self, counters: list, accumulators: list) -> list[ir.Value]:
         lw = self.lw
@@ -122,6 +126,8 @@ class BodyLowering:
         scope = Scope(entry, parent=None if isolated else lw.scope)
         with ir.InsertionPoint(entry):
             for name, value in (self.captured or {}).items():
+                if name in self.positive:
+                    value = arith.MaxSIOp(value, arith.ConstantOp(value.type, 1).result).result
                 if is_scalar(types.unliteral(lw.typeof(name))):
                     lw.bind_scalar(name, value, scope)
                 else:

@@ -18,12 +18,12 @@ from numba.core.ir_utils import get_definition, guard
 from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, scf
+from ..lowering.build import const_i64
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import sequential_for
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
 from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
-from ..lowering.build import const_i64
 from .collapse import collapse_perfect_nest
 from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
@@ -109,10 +109,29 @@ def _lower_loop(lw, parfor: Parfor) -> None:
             lw, parfor, nest, arrays, reductions,
             lambda captured: BodyLowering(lw, parfor, nest, reductions, captured), trips)
 
-    def flat():
+    def flat(positive=frozenset()):
         exclude = set(nest.vars) | {r.name for r in reductions}
-        body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude))
+        body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude),
+                            positive)
         return lw.target.parallel_loop(lw, nest.trips, body, reductions)
+
+    def versioned():
+        """One loop where the divisors of `//` and `%` that do not change
+        in the loop are positive (the usual case of `k // w`, `k % w` over a
+        flat index space), told so: integer division and the index
+        wrap-arounds after it become unsigned and mostly vanish. The other
+        loop keeps Python's semantics for any sign."""
+        divisors = positive_divisors(lw, parfor)
+        if not divisors:
+            return flat()
+        all_positive = None
+        for name in divisors:
+            value = lw.read_as(nir.Var(None, name, parfor.loc), types.int64)
+            positive = arith.CmpIOp(arith.CmpIPredicate.sgt, value, const_i64(0)).result
+            all_positive = positive if all_positive is None else \
+                arith.AndIOp(all_positive, positive).result
+        return _either(all_positive, lambda: flat(frozenset(divisors)), flat,
+                       [r.mlir_type for r in reductions])
     if arrays or (lw.target.cooperative_bodies and makes_arrays(lw, parfor)):
         results = in_chunks()
     elif inner:
@@ -120,7 +139,7 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         results = _either(lw.target.spreads_inner_loops(trips), in_chunks, flat,
                           [r.mlir_type for r in reductions])
     else:
-        results = flat()
+        results = versioned()
     for red, before, result in zip(reductions, initial, results):
         lw.write(red.name, red.combine(before, result), red.type)
 
@@ -216,3 +235,29 @@ def _either(condition: ir.Value, then, otherwise, result_types: list) -> list:
     with ir.InsertionPoint(branch.else_block):
         scf.YieldOp(otherwise())
     return list(branch.results)
+
+
+_DIVISIONS = {operator.floordiv, operator.mod, operator.ifloordiv, operator.imod}
+
+
+def positive_divisors(lw, parfor: Parfor) -> list:
+    """The integer variables from outside the body that divide (`//`, `%`)
+    inside it: captured values, the same in every iteration."""
+    blocks = list(parfor.loop_body.values())
+    defined, divisors = set(), set()
+    while blocks:
+        for stmt in blocks.pop().body:
+            if isinstance(stmt, Parfor):
+                blocks += list(stmt.loop_body.values()) + [stmt.init_block]
+                continue
+            if not isinstance(stmt, nir.Assign):
+                continue
+            defined.add(stmt.target.name)
+            value = stmt.value
+            if isinstance(value, nir.Expr) and value.op in ("binop", "inplace_binop") and \
+                    value.fn in _DIVISIONS and all(
+                        isinstance(types.unliteral(lw.typeof(v.name)), types.Integer)
+                        for v in (value.lhs, value.rhs)):
+                divisors.add(value.rhs.name)
+    defined |= {loop.index_variable.name for loop in parfor.loop_nests}
+    return sorted(name for name in divisors if name not in defined)

@@ -20,13 +20,16 @@ import numpy as np
 from numba.core import types
 
 from .._mlir import arith, ir, scf
-from ..lowering.arrays import allocate, load_element, size_of, store_element
+from ..lowering.arrays import allocate, fill, load_element, shape_of, size_of, store_element
 from ..lowering.build import cmpf, cmpi, const, const_i64, const_index, select, to_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
-from ..lowering.operands import AxisLines, array_operand, axis_value, call_operands
+from ..lowering.operands import (AxisLines, array_operand, axis_value, call_operands,
+                                 constant_operand)
 from ..lowering.registry import call_rules, method_rules
+from ..lowering.structured import reduce_along
+from ..lowering.substitutes import sum_with_axis
 from ..lowering.values import ArrayValue
 from ..parallel.folds import fold_elements
 from ..parallel.reduction import NAN_MAX, NAN_MIN, Reduction
@@ -208,7 +211,7 @@ def _whole_sum(lw, array: ArrayValue, acc_ty) -> ir.Value:
     return result
 
 
-@call_rules.register(np.sum)
+@call_rules.register(np.sum, sum_with_axis)
 def numpy_sum(lw, args, sig, expr):
     """np.sum / .sum() with `axis=` (and `dtype=`); without an axis Numba's
     parfor pass has already made it a parfor, except in the cases handled here."""
@@ -218,10 +221,40 @@ def numpy_sum(lw, args, sig, expr):
     if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
         raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)
     if "axis" in operands:
+        static = _static_axis(constant_operand(lw, expr, ("a", "axis", "dtype"), "axis"), array)
+        if static is not None and isinstance(result_ty, types.Array) and lw.parallel_depth == 0:
+            return _sum_along_axis(lw, array, static, result_ty)
         axis = axis_value(lw, operands["axis"], array, expr)
         if isinstance(result_ty, types.Array):
             return _sum_along(lw, array, axis, result_ty)
     return _whole_sum(lw, array, result_ty)
+
+
+def _static_axis(value, array: ArrayValue):
+    """The axis as a Python int in [0, ndim) when it is a compile-time
+    constant in range (others take the path that checks at run time)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    value += array.type.ndim if value < 0 else 0
+    return value if 0 <= value < array.type.ndim else None
+
+
+def _sum_along_axis(lw, array: ArrayValue, axis: int, result_ty: types.Array) -> ArrayValue:
+    """np.sum along a constant axis: a linalg.generic each target schedules
+    (lowering/structured.py), into zeros."""
+    extents = shape_of(array)
+    out = allocate(lw, result_ty, extents[:axis] + extents[axis + 1:])
+    acc_ty = result_ty.dtype
+    fill(lw, out, const(acc_ty, 0))
+    source_ty = array.type.dtype
+
+    def step(element, acc):
+        if isinstance(source_ty, types.Boolean):      # stored as a byte
+            element = arith.TruncIOp(ir.IntegerType.get_signless(1), element).result
+        value = cast(element, source_ty, acc_ty)
+        return (arith.AddFOp if isinstance(acc_ty, types.Float) else arith.AddIOp)(acc, value).result
+    reduce_along(array, axis, out, step, "add")
+    return out
 
 
 # -- any / all --------------------------------------------------------------------

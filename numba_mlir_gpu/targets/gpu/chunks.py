@@ -29,15 +29,15 @@ from ..._mlir import arith, gpu, ir, scf
 from ...lowering.build import cmpi, const_index
 from ...lowering.loops import delinearize, product
 from ...parallel.array_reductions import MAX_CHUNKS, run_chunk
+from . import schedules
 from .reduce import barrier, block_combine, declare_barrier_marker, shared_bytes, strided_fold
 from .scratch import KernelIndices, Temporary, hoist_temporaries
 
 # Memory for the private copies of one loop's accumulators, all chunks together.
 PRIVATE_BYTES = 256 << 20
-WARP = 32
-MAX_THREADS = 256
-# Iterations of a spread loop per trip of a thread's loop (loads in flight).
-UNROLL = 4
+WARP = schedules.WARP
+MAX_THREADS = schedules.BODY_MAX_THREADS
+UNROLL = schedules.BODY_UNROLL
 
 
 class BlockCooperation:
@@ -113,13 +113,13 @@ def chunk_count(total: ir.Value, copy_bytes: ir.Value) -> ir.Value:
     return arith.MaxUIOp(chunks, const_index(1)).result
 
 
-def block_threads(elements: ir.Value) -> ir.Value:
-    """Threads per block: the largest accumulator's elements rounded up to
-    warps, between one warp and MAX_THREADS."""
+def block_threads(elements: ir.Value, most: int = MAX_THREADS) -> ir.Value:
+    """Threads per block: `elements` rounded up to warps, between one warp
+    and `most`."""
     warps = arith.CeilDivUIOp(elements, const_index(WARP)).result
     threads = arith.MulIOp(warps, const_index(WARP)).result
     return arith.MaxUIOp(const_index(WARP),
-                         arith.MinUIOp(threads, const_index(MAX_THREADS)).result).result
+                         arith.MinUIOp(threads, const_index(most)).result).result
 
 
 def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> ir.Value:

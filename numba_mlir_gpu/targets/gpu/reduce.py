@@ -27,20 +27,17 @@ from typing import Callable
 
 from ..._mlir import arith, func, gpu, ir, memref, scf
 from ...lowering.build import cmpi, const_index, select, stack_copy
+from . import schedules
 
-THREADS = 256
-WARP = 32
-# Enough blocks to fill an H100/H200 (132 SMs x 8 blocks of 256 threads) in
-# one wave; a constant, so the combining order never depends on the device.
-MAX_BLOCKS = 1024
-# Iterations per trip of a thread's loop: independent loads in flight
-# (np.sum of 2^26 float32 on an H100: 128 us with 4, 122 us with 8).
-UNROLL = 8
+THREADS = schedules.REDUCE_THREADS
+WARP = schedules.WARP
+MAX_BLOCKS = schedules.REDUCE_BLOCKS
+UNROLL = schedules.REDUCE_UNROLL
 
 BARRIER_MARKER = "_numba_mlir_gpu_barrier"
 
 _SLOT_BYTES = 8                        # widest scalar accumulator
-MAX_WARPS = 8                          # of a block that block_combine combines
+MAX_WARPS = 32                         # of a block that block_combine combines (1024 threads)
 
 
 def tree_reduce(module: ir.Module, total: ir.Value, reductions,

@@ -1,0 +1,69 @@
+"""How each family of parallel work is scheduled on the GPU: the numbers in
+one place. The code that applies them cites them from here.
+
+Families:
+
+* element-wise loops (flat `scf.parallel`, compiler/launch.py): blocks of
+  ELEMENTWISE_THREADS threads, each running ELEMENTWISE_ITEMS iterations
+  ELEMENTWISE_THREADS apart (coalesced, several loads in flight);
+* scalar reductions of a loop (reduce.tree_reduce): blocks of
+  REDUCE_THREADS threads, at most REDUCE_BLOCKS blocks (one wave on an
+  H100/H200; a constant, so the combining order never depends on the
+  device), REDUCE_UNROLL iterations per trip of a thread's grid-stride loop;
+* prange bodies that share an iteration among a block's threads (inner
+  loops, array reductions, bodies making arrays; chunks.py): from one warp
+  up to BODY_MAX_THREADS threads, inner loops unrolled BODY_UNROLL times,
+  at most parallel/array_reductions.MAX_CHUNKS blocks; a body whose inner
+  loops are all shorter than a warp runs one iteration per thread instead;
+* reductions along an axis (linalg generics, structured.py): a line
+  contiguous in memory and at least a warp long is folded by a block
+  (LINE_MAX_THREADS threads, LINE_UNROLL elements in flight each, at most
+  LINE_MAX_BLOCKS blocks, each taking lines grid-stride); otherwise one
+  thread per output element folds a piece of its line (coalesced across
+  neighbouring outputs), the line split so that about COLUMN_THREADS
+  threads work, each on at least COLUMN_MIN_PIECE elements, and the pieces
+  are folded in order by a second loop.
+"""
+from __future__ import annotations
+
+import os
+
+WARP = 32
+
+ELEMENTWISE_THREADS = 256
+ELEMENTWISE_ITEMS = 4
+
+REDUCE_THREADS = 256
+REDUCE_BLOCKS = 1024
+# np.sum of 2^26 float32 on an H100: 128 us with 4, 122 us with 8
+REDUCE_UNROLL = 8
+
+BODY_MAX_THREADS = 256          # up to 1024 (reduce.MAX_WARPS)
+BODY_UNROLL = 4
+
+LINE_MAX_THREADS = 256
+LINE_UNROLL = 4
+LINE_MAX_BLOCKS = 16384
+
+COLUMN_THREADS = 1 << 17
+COLUMN_MIN_PIECE = 32
+
+
+# $NUMBA_MLIR_GPU_SCHEDULE="BODY_UNROLL=2,LINE_MAX_THREADS=128" overrides
+# these numbers for one process (read once, at import): a tuning knob for
+# benchmarks, as $NUMBA_MLIR_GPU_LAUNCH is for element-wise loops.
+ENV_SCHEDULE = "NUMBA_MLIR_GPU_SCHEDULE"
+
+
+def _override_from_environment() -> None:
+    text = os.environ.get(ENV_SCHEDULE, "").strip()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        name = name.strip()
+        if not name.isupper() or name.startswith("ENV") or not isinstance(globals().get(name), int):
+            raise ValueError(f"{ENV_SCHEDULE}: {name!r} is not a schedule number of "
+                             "numba_mlir_gpu/targets/gpu/schedules.py")
+        globals()[name] = int(value)
+
+
+_override_from_environment()
