@@ -2,49 +2,18 @@
 block per iteration, the inner loops' iterations spread over its threads
 and their reductions combined across the block; everywhere the results of
 Numba's serial loops. Sizes are not multiples of a warp or a block."""
-import math
-
 import numpy as np
 import pytest
 from numba import prange
 
+from benchmarks.cases import layer_norm, row_softmax
+from benchmarks.cases import pairwise_distances as pairwise
 from numba_mlir_gpu import inspect_mlir
 
 from .support import TARGETS, check
 from .test_codegen import compile_only
 
 RNG = np.random.default_rng(13)
-
-
-def row_softmax(x, out):
-    n, m = x.shape
-    for i in prange(n):
-        top = x[i, 0]
-        for j in range(1, m):
-            top = max(top, x[i, j])
-        total = 0.0
-        for j in range(m):
-            e = math.exp(x[i, j] - top)
-            out[i, j] = e
-            total += e
-        for j in range(m):
-            out[i, j] /= total
-
-
-def layer_norm(x, out):
-    n, m = x.shape
-    for i in prange(n):
-        mean = 0.0
-        for j in range(m):
-            mean += x[i, j]
-        mean /= m
-        var = 0.0
-        for j in range(m):
-            d = x[i, j] - mean
-            var += d * d
-        scale = 1.0 / math.sqrt(var / m + 1e-5)
-        for j in range(m):
-            out[i, j] = (x[i, j] - mean) * scale
 
 
 def nearest(points, centroids, labels, dists):
@@ -158,17 +127,6 @@ def early_exit(x, out):
                 found = j
                 break
         out[i] = found
-
-
-def pairwise(x, out):
-    n = x.shape[0]
-    for i in prange(n):
-        for j in range(n):
-            acc = 0.0
-            for t in range(x.shape[1]):
-                diff = x[i, t] - x[j, t]
-                acc += diff * diff
-            out[i, j] = math.sqrt(acc)
 
 
 def strided_range(x, out):

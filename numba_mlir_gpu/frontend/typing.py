@@ -1,10 +1,12 @@
 """Typing of the stand-ins of lowering/substitutes.py: the result types
-Numba's own implementations would give, from Numba's own helpers."""
+Numba's own implementations would give, from Numba's own helpers (their
+rules change between Numba versions)."""
 from __future__ import annotations
 
+import numpy as np
 from numba.core import types
 from numba.core.typing.templates import CallableTemplate, infer_global
-from numba.np.arraymath import get_accumulator_type, get_ret_dtype_if_any
+from numba.np.arraymath import get_ret_dtype_if_any
 
 from ..lowering.substitutes import sum_with_axis
 
@@ -16,18 +18,18 @@ def _none(ty) -> bool:
 @infer_global(sum_with_axis)
 class SumWithAxis(CallableTemplate):
     """As numba.np.arraymath.array_sum: an array with an integer axis gives
-    an array of one dimension less (a scalar for 1-d), of NumPy's
-    accumulator type or `dtype`; a number gives a number."""
+    an array of one dimension less (a scalar for 1-d) of the element type
+    get_ret_dtype_if_any says; anything else is typed as np.sum itself."""
 
     def generic(self):
         def typer(a, axis=None, dtype=None):
             if not (_none(dtype) or isinstance(dtype, (types.DType, types.NumberClass))):
                 return None
-            if isinstance(a, (types.Number, types.Boolean)) and (
-                    _none(axis) or isinstance(axis, types.Integer)):
-                return get_accumulator_type(a) if _none(dtype) else dtype.dtype
             if isinstance(a, types.Array) and isinstance(axis, types.Integer):
                 element = get_ret_dtype_if_any(a, types.none if _none(dtype) else dtype)
                 return element if a.ndim <= 1 else types.Array(element, a.ndim - 1, "C")
-            return None
+            given = [t for t in (a, axis, dtype) if t is not None]
+            numpy_sum = self.context.resolve_value_type(np.sum)
+            sig = self.context.resolve_function_type(numpy_sum, given, {})
+            return None if sig is None else sig.return_type
         return typer

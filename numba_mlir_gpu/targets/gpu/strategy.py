@@ -16,6 +16,7 @@ from ...lowering.loops import copy_elements, delinearize, flat_parallel, product
 from ...lowering.values import ArrayValue
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
+from . import schedules
 from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks
 from .reduce import tree_reduce
 
@@ -102,12 +103,14 @@ class GPUStrategy(CPUStrategy):
                      chunk) -> ir.Value:
         """One block per chunk, its threads sharing each iteration; returns
         the number of chunks run (fewer where temporaries need too much
-        scratch memory). Threads: enough for the largest accumulator and
-        the longest inner loop (all a block holds when the host cannot tell
-        an inner loop's length), from one warp up."""
+        scratch memory). Threads: one per element of the largest
+        accumulator, and one per BODY_ITEMS_PER_THREAD iterations of the
+        longest inner loop (all a block holds when the host cannot tell an
+        inner loop's length), from one warp to BODY_MAX_THREADS."""
         largest = const_index(1)        # no accumulators and no inner loops: one warp
-        for size in sizes + [t if t is not None else const_index(MAX_THREADS)
-                             for t in inner_trips]:
+        per_thread = const_index(schedules.BODY_ITEMS_PER_THREAD)
+        for size in sizes + [arith.CeilDivUIOp(t, per_thread).result if t is not None
+                             else const_index(MAX_THREADS) for t in inner_trips]:
             largest = arith.MaxUIOp(largest, size).result
         return launch_chunks(lw, total, chunks, block_threads(largest), chunk)
 
