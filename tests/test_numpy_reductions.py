@@ -4,6 +4,8 @@ import numba
 import numpy as np
 import pytest
 
+from numba_mlir_gpu import inspect_mlir
+
 from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
@@ -164,3 +166,55 @@ def test_functions_in_a_prange_body_run_sequentially_inside_it():
     rng = np.random.default_rng(4)
     check(functions_in_a_prange_body, rng.random(50), rng.random(7), rng.random(7),
           rng.random((3, 4)), rtol=1e-12)
+
+
+# Constant axes: linalg generics (lowering/structured.py) scheduled per target;
+# on the GPU a block per line when lines are contiguous and a warp long, else
+# pieces of lines per thread: both shapes below.
+
+def sum_last(a):
+    return np.sum(a, axis=-1)
+
+
+def sum_first(a):
+    return np.sum(a, axis=0)
+
+
+def argmin_last(a):
+    return np.argmin(a, axis=-1)
+
+
+def argmax_first(a):
+    return np.argmax(a, axis=0)
+
+
+def _constant_axis_inputs():
+    rng = np.random.default_rng(7)
+    long_rows = rng.random((9, 1000))
+    long_rows[2, 17] = long_rows[5, 999] = long_rows[5, 3] = np.nan
+    ties = rng.integers(0, 3, (33, 257))
+    return {**INPUTS, "long_rows": long_rows, "long_f32": long_rows.astype(np.float32),
+            "ties": ties, "ties_u16": ties.astype(np.uint16), "tall": rng.random((3000, 3)),
+            "wide_bool": ties.T > 1}
+
+
+CONSTANT_AXIS_INPUTS = _constant_axis_inputs()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(CONSTANT_AXIS_INPUTS))
+def test_reductions_along_a_constant_axis(name, target):
+    a = CONSTANT_AXIS_INPUTS[name]
+    check(sum_last, a, target=target, rtol=1e-12 if a.dtype == np.float64 else 1e-5)
+    check(sum_first, a, target=target, rtol=1e-12 if a.dtype == np.float64 else 1e-5)
+    if a.size and not np.all(np.isnan(a)):
+        check(argmin_last, a, target=target)
+        check(argmax_first, a, target=target)
+
+
+def test_constant_axes_are_linalg_generics():
+    a = CONSTANT_AXIS_INPUTS["long_rows"]
+    for fn in (sum_last, argmax_first):
+        f = ours(fn, "cpu")
+        f(a)
+        assert "linalg.generic" in inspect_mlir(f, f.signatures[0])

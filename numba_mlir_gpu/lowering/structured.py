@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .._mlir import arith, ir, linalg, memref, scf
-from .build import const_index
+from .build import cmpf, cmpi, const_index, select
 from .loops import delinearize, flat_parallel, product
 from .values import ArrayValue
 
@@ -30,13 +30,14 @@ _PARALLEL = "#linalg.iterator_type<parallel>"
 _REDUCTION = "#linalg.iterator_type<reduction>"
 
 
-def reduce_along(source: ArrayValue, axis: int, out: ArrayValue,
-                 step: Callable[[ir.Value, ir.Value], ir.Value], combine: str) -> None:
-    """out[idx] = step(source[idx with k at `axis`], out[idx]) for k in
-    order, as one linalg.generic; `step(element, accumulator)` builds the
-    fold (in the region: the element as stored, the accumulator as `out`'s
-    element type) and `combine` names how two partial folds merge
-    (a key of COMBINES)."""
+def reduce_along(source: ArrayValue, axis: int, outs: list,
+                 step: Callable[[ir.Value, list, ir.Value], list], combine: str) -> None:
+    """outs[..][idx] = step(source[idx with k at `axis`], [out[idx] ...], k)
+    for k in order, as one linalg.generic; `step(element, accumulators, k)`
+    builds the fold (in the region: the element as stored, the accumulators
+    as the outputs' element types, k the position along the line as an
+    index) and `combine` names how two partial folds merge (a key of
+    COMBINES)."""
     ndim = source.type.ndim
     dims = [ir.AffineDimExpr.get(d) for d in range(ndim)]
     # iteration dims: the output's axes in order, then the reduced axis
@@ -44,14 +45,16 @@ def reduce_along(source: ArrayValue, axis: int, out: ArrayValue,
                   for a in range(ndim)]
     maps = [ir.AffineMap.get(ndim, 0, source_map), ir.AffineMap.get(ndim, 0, dims[:ndim - 1])]
     iterators = [ir.Attribute.parse(_PARALLEL)] * (ndim - 1) + [ir.Attribute.parse(_REDUCTION)]
-    generic = linalg.GenericOp([], [source.memref], [out.memref],
+    maps += [maps[1]] * (len(outs) - 1)
+    generic = linalg.GenericOp([], [source.memref], [out.memref for out in outs],
                                ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
                                ir.ArrayAttr.get(iterators))
     element_type = ir.MemRefType(source.memref.type).element_type
-    acc_type = ir.MemRefType(out.memref.type).element_type
-    block = generic.regions[0].blocks.append(element_type, acc_type)
+    block = generic.regions[0].blocks.append(
+        element_type, *(ir.MemRefType(out.memref.type).element_type for out in outs))
     with ir.InsertionPoint(block):
-        linalg.YieldOp([step(block.arguments[0], block.arguments[1])])
+        k = linalg.IndexOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), ndim - 1)).result
+        linalg.YieldOp(step(block.arguments[0], list(block.arguments[1:]), k))
     generic.attributes[COMBINE_ATTR] = ir.StringAttr.get(combine)
 
 
@@ -61,27 +64,72 @@ def _zero(ty: ir.Type) -> ir.Value:
     return arith.ConstantOp(ty, ir.FloatAttr.get(ty, 0.0)).result
 
 
-def _add(a: ir.Value, b: ir.Value) -> ir.Value:
-    return (arith.AddIOp if isinstance(a.type, ir.IntegerType) else arith.AddFOp)(a, b).result
+def _sums(types_: list) -> list:
+    return [_zero(ty) for ty in types_]
 
 
-# combine name -> (identity of an accumulator type, merge of two partials)
-COMBINES = {"add": (_zero, _add)}
+def _add(a: list, b: list) -> list:
+    return [(arith.AddIOp if isinstance(x.type, ir.IntegerType) else arith.AddFOp)(x, y).result
+            for x, y in zip(a, b)]
+
+
+def _positions(types_: list) -> list:
+    """(any value, position -1): no element yet."""
+    return [_zero(types_[0]), arith.ConstantOp(types_[1], -1).result]
+
+
+def extreme_beats(v: ir.Value, best: ir.Value, largest: bool, signed: bool = True) -> ir.Value:
+    """Does `v` replace `best` as the serial argmin/argmax scan would (the
+    first NaN wins and stays; otherwise strictly smaller/larger)?"""
+    if isinstance(v.type, ir.IntegerType):
+        return cmpi(("s" if signed else "u") + ("gt" if largest else "lt"), v, best)
+    beats = cmpf("OGT" if largest else "OLT", v, best)
+    return arith.OrIOp(beats, arith.AndIOp(cmpf("UNO", v, v),
+                                           cmpf("ORD", best, best)).result).result
+
+
+def _first_extreme(largest: bool, signed: bool = True):
+    """Merge of two partial argmin/argmax scans (value, position): the
+    extreme value, the earlier position among equals; a NaN, the earliest."""
+    def merge(a: list, b: list) -> list:
+        (av, ai), (bv, bi) = a, b
+        earlier = cmpi("slt", bi, ai)
+        if isinstance(av.type, ir.IntegerType):
+            ties = cmpi("eq", bv, av)
+        else:
+            ties = arith.OrIOp(cmpf("OEQ", bv, av), arith.AndIOp(
+                cmpf("UNO", bv, bv), cmpf("UNO", av, av)).result).result
+        take = arith.OrIOp(extreme_beats(bv, av, largest, signed),
+                           arith.AndIOp(ties, earlier).result).result
+        valid_b = cmpi("sge", bi, arith.ConstantOp(bi.type, 0).result)
+        empty_a = cmpi("slt", ai, arith.ConstantOp(ai.type, 0).result)
+        take = arith.AndIOp(valid_b, arith.OrIOp(empty_a, take).result).result
+        return [select(take, bv, av), select(take, bi, ai)]
+    return merge
+
+
+# combine name -> (identities of the accumulators' types, merge of two partials)
+COMBINES = {"add": (_sums, _add),
+            "argmin": (_positions, _first_extreme(False)),
+            "argmax": (_positions, _first_extreme(True)),
+            "argmin_unsigned": (_positions, _first_extreme(False, signed=False)),
+            "argmax_unsigned": (_positions, _first_extreme(True, signed=False))}
 
 
 class PartialFolds:
     """The reduction protocol of parallel/reduction.py for partial folds of
-    one accumulator (what a GPU block combines across its threads)."""
+    a generic's accumulators (what a GPU block combines across its threads)."""
 
-    def __init__(self, acc_type: ir.Type, combine: str):
-        self.names, self.types = ["partial"], [acc_type]
+    def __init__(self, acc_types: list, combine: str):
+        self.names = [f"partial{i}" for i in range(len(acc_types))]
+        self.types = list(acc_types)
         self._identity, self._merge = COMBINES[combine]
 
     def identity_values(self) -> list:
-        return [self._identity(self.types[0])]
+        return self._identity(self.types)
 
     def combine_values(self, a: list, b: list) -> list:
-        return [self._merge(a[0], b[0])]
+        return self._merge(a, b)
 
 
 @dataclass
@@ -89,26 +137,36 @@ class AxisReduction:
     """One generic of `reduce_along`, read back by a lowering."""
     op: ir.Operation
     source: ir.Value
-    out: ir.Value
+    outs: list
     axis: int                # the source axis reduced
     combine: str
 
     @classmethod
     def of(cls, op: ir.Operation) -> "AxisReduction":
-        source, out = op.operands[0], op.operands[1]
+        source, outs = op.operands[0], list(op.operands[1:])
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         ndim = ir.MemRefType(source.type).rank
         reduced = ir.AffineDimExpr.get(ndim - 1)
         axis = next(a for a, expr in enumerate(maps[0].results) if expr == reduced)
-        return cls(op, source, out, axis, ir.StringAttr(op.attributes[COMBINE_ATTR]).value)
+        return cls(op, source, outs, axis, ir.StringAttr(op.attributes[COMBINE_ATTR]).value)
 
     @property
-    def acc_type(self) -> ir.Type:
-        return ir.MemRefType(self.out.type).element_type
+    def acc_types(self) -> list:
+        return [ir.MemRefType(out.type).element_type for out in self.outs]
+
+    def partial_folds(self) -> PartialFolds:
+        return PartialFolds(self.acc_types, self.combine)
 
     def out_extents(self) -> list:
-        return [memref.DimOp(self.out, const_index(a)).result
-                for a in range(ir.MemRefType(self.out.type).rank)]
+        return [memref.DimOp(self.outs[0], const_index(a)).result
+                for a in range(ir.MemRefType(self.outs[0].type).rank)]
+
+    def load_outs(self, indices: list) -> list:
+        return [memref.LoadOp(out, indices).result for out in self.outs]
+
+    def store_outs(self, values: list, indices: list) -> None:
+        for value, out in zip(values, self.outs):
+            memref.StoreOp(value, out, indices)
 
     def length(self) -> ir.Value:
         return memref.DimOp(self.source, const_index(self.axis)).result
@@ -117,31 +175,35 @@ class AxisReduction:
         indices = out_indices[:self.axis] + [k] + out_indices[self.axis:]
         return memref.LoadOp(self.source, indices).result
 
-    def step(self, element: ir.Value, acc: ir.Value) -> ir.Value:
-        """The region applied at the insertion point (cloned)."""
+    def step(self, element: ir.Value, accs: list, k: ir.Value) -> list:
+        """The region applied at the insertion point (cloned), for the
+        element at position k of its line."""
         block = self.op.regions[0].blocks[0]
-        mapping = {block.arguments[0]: element, block.arguments[1]: acc}
-        result = None
+        mapping = dict(zip(block.arguments, [element] + list(accs)))
         for inner in block.operations:
             if inner.name == "linalg.yield":
-                result = mapping.get(inner.operands[0], inner.operands[0])
-                break
+                return [mapping.get(v, v) for v in inner.operands]
+            if inner.name == "linalg.index":
+                mapping[inner.results[0]] = k
+                continue
             clone = inner.clone()
             for i, operand in enumerate(clone.operands):
                 if operand in mapping:
                     clone.operands[i] = mapping[operand]
             for old, new in zip(inner.results, clone.results):
                 mapping[old] = new
-        return result
+        raise AssertionError("a linalg.generic region ends with linalg.yield")
 
-    def fold_line(self, out_indices: list, start: ir.Value, lo: ir.Value,
-                  hi: ir.Value) -> ir.Value:
+    def step_at(self, out_indices: list, k: ir.Value, accs: list) -> list:
+        return self.step(self.element(out_indices, k), accs, k)
+
+    def fold_line(self, out_indices: list, start: list, lo: ir.Value, hi: ir.Value) -> list:
         """`start` folded with the elements lo..hi-1 of a line, in order."""
-        loop = scf.ForOp(lo, hi, const_index(1), [start])
+        loop = scf.ForOp(lo, hi, const_index(1), start)
         with ir.InsertionPoint(loop.body):
-            scf.YieldOp([self.step(self.element(out_indices, loop.induction_variable),
-                                   loop.inner_iter_args[0])])
-        return loop.results[0]
+            scf.YieldOp(self.step_at(out_indices, loop.induction_variable,
+                                     list(loop.inner_iter_args)))
+        return list(loop.results)
 
 
 def generics(module: ir.Module) -> list:
@@ -164,9 +226,9 @@ def lower_as_loops(op: ir.Operation) -> None:
         extents = red.out_extents()
         length = red.length()
 
-        def body(k):
-            indices = delinearize(k, extents)
-            start = memref.LoadOp(red.out, indices).result
-            memref.StoreOp(red.fold_line(indices, start, const_index(0), length), red.out, indices)
+        def body(o):
+            indices = delinearize(o, extents)
+            red.store_outs(red.fold_line(indices, red.load_outs(indices), const_index(0), length),
+                           indices)
         flat_parallel(product(extents), body)
     op.erase()

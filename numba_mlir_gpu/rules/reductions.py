@@ -24,11 +24,11 @@ from ..lowering.arrays import allocate, fill, load_element, shape_of, size_of, s
 from ..lowering.build import cmpf, cmpi, const, const_i64, const_index, select, to_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.loops import parallel_for
+from ..lowering.loops import parallel_for, product
 from ..lowering.operands import (AxisLines, array_operand, axis_value, call_operands,
                                  constant_operand)
 from ..lowering.registry import call_rules, method_rules
-from ..lowering.structured import reduce_along
+from ..lowering.structured import extreme_beats, reduce_along
 from ..lowering.substitutes import sum_with_axis
 from ..lowering.values import ArrayValue
 from ..parallel.folds import fold_elements
@@ -134,11 +134,48 @@ def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> 
     return out
 
 
+def _arg_extreme_along_axis(lw, array: ArrayValue, axis: int, result_ty: types.Array,
+                            largest: bool) -> ArrayValue:
+    """np.argmin/np.argmax along a constant axis: a linalg.generic scanning
+    each line into (extreme value, position), the first extreme (or first
+    NaN) winning as in Numba's scan; each target schedules it."""
+    name = "argmax" if largest else "argmin"
+    extents = shape_of(array)
+    length = extents[axis]
+    others = extents[:axis] + extents[axis + 1:]
+    empty_line = arith.AndIOp(cmpi("eq", length, const_index(0)),
+                              cmpi("ne", product(others), const_index(0))).result
+    lw.errors.raise_if(lw, empty_line, lw.errors.code(
+        ValueError, (f"attempt to get {name} of an empty sequence",)))
+    dtype = types.uint8 if isinstance(array.type.dtype, types.Boolean) else array.type.dtype
+    values = allocate(lw, types.Array(dtype, len(others), "C"), others)
+    positions = allocate(lw, result_ty.copy(dtype=types.int64), others)
+    fill(lw, values, const(dtype, 0))
+    fill(lw, positions, const_i64(-1))
+    signed = not isinstance(dtype, types.Integer) or dtype.signed
+
+    def step(element, accs, k):
+        best, at = accs
+        take = arith.OrIOp(cmpi("slt", at, const_i64(0)),
+                           extreme_beats(element, best, largest, signed)).result
+        return [select(take, element, best), select(take, to_i64(k), at)]
+    reduce_along(array, axis, [values, positions], step, name + ("" if signed else "_unsigned"))
+    if result_ty.dtype == types.int64:
+        return positions
+    out = allocate(lw, result_ty, others)
+    parallel_for(lw, others, lambda ix: store_element(
+        cast(load_element(positions, ix), types.int64, result_ty.dtype), out, ix))
+    return out
+
+
 def _arg_extreme(largest: bool):
     def rule(lw, args, sig, expr):
         operands = call_operands(lw, args, sig, expr, ("a", "axis"))
         array = array_operand(operands, "np.argmax" if largest else "np.argmin", expr)
         result_ty = types.unliteral(sig.return_type)
+        static = _static_axis(constant_operand(lw, expr, ("a", "axis"), "axis"), array)
+        if static is not None and isinstance(result_ty, types.Array) and lw.parallel_depth == 0:
+            return _arg_extreme_along_axis(lw, array, static, result_ty, largest)
         if "axis" in operands:
             axis = axis_value(lw, operands["axis"], array, expr,
                                (ValueError, "axis is out of bounds"))
@@ -248,12 +285,13 @@ def _sum_along_axis(lw, array: ArrayValue, axis: int, result_ty: types.Array) ->
     fill(lw, out, const(acc_ty, 0))
     source_ty = array.type.dtype
 
-    def step(element, acc):
+    def step(element, accs, k):
         if isinstance(source_ty, types.Boolean):      # stored as a byte
             element = arith.TruncIOp(ir.IntegerType.get_signless(1), element).result
         value = cast(element, source_ty, acc_ty)
-        return (arith.AddFOp if isinstance(acc_ty, types.Float) else arith.AddIOp)(acc, value).result
-    reduce_along(array, axis, out, step, "add")
+        return [(arith.AddFOp if isinstance(acc_ty, types.Float) else arith.AddIOp)(
+            accs[0], value).result]
+    reduce_along(array, axis, [out], step, "add")
     return out
 
 

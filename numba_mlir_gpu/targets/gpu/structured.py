@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..._mlir import arith, gpu, ir, memref, scf
 from ...lowering.build import cmpi, const_index
 from ...lowering.loops import delinearize, flat_parallel, product
-from ...lowering.structured import AxisReduction, PartialFolds, generics
+from ...lowering.structured import AxisReduction, generics
 from . import schedules
 from .chunks import block_threads
 from .reduce import block_combine, declare_barrier_marker, shared_bytes, strided_fold
@@ -66,24 +66,24 @@ def _lines_by_blocks(red: AxisReduction, extents: list, length: ir.Value) -> Non
     grid = arith.MaxUIOp(const_index(1), arith.MinUIOp(
         lines, const_index(schedules.LINE_MAX_BLOCKS)).result).result
     one = const_index(1)
-    shared = arith.ConstantOp(ir.IntegerType.get_signless(32), shared_bytes(1)).result
+    shared = arith.ConstantOp(ir.IntegerType.get_signless(32),
+                              shared_bytes(len(red.outs))).result
     launch = gpu.LaunchOp((grid, one, one), (threads, one, one),
                           dynamic_shared_memory_size=shared)
     args = launch.regions[0].blocks[0].arguments
     block, thread, grid_size, block_size = args[0], args[3], args[6], args[9]
-    partial = PartialFolds(red.acc_type, red.combine)
+    partial = red.partial_folds()
     with ir.InsertionPoint(launch.regions[0].blocks[0]):
         loop = scf.ForOp(block, lines, grid_size)
         with ir.InsertionPoint(loop.body):
             indices = delinearize(loop.induction_variable, extents)
             mine = strided_fold(thread, length, block_size, partial.identity_values(),
-                                lambda k, accs: [red.step(red.element(indices, k), accs[0])],
+                                lambda k, accs: red.step_at(indices, k, accs),
                                 schedules.LINE_UNROLL)
-            (total,) = block_combine([partial], mine, thread, block_size)
+            total = block_combine([partial], mine, thread, block_size)
             first = scf.IfOp(cmpi("eq", thread, const_index(0)))
             with ir.InsertionPoint(first.then_block):
-                start = memref.LoadOp(red.out, indices).result
-                memref.StoreOp(partial.combine_values([start], [total])[0], red.out, indices)
+                red.store_outs(partial.combine_values(red.load_outs(indices), total), indices)
                 scf.YieldOp([])
             scf.YieldOp([])
         gpu.TerminatorOp()
@@ -99,25 +99,26 @@ def _lines_in_pieces(red: AxisReduction, extents: list, length: ir.Value) -> Non
         length, const_index(schedules.COLUMN_MIN_PIECE)).result).result
     pieces = arith.MaxUIOp(const_index(1), arith.MinUIOp(wanted, most).result).result
     piece = arith.CeilDivUIOp(length, pieces).result
-    partial = PartialFolds(red.acc_type, red.combine)
-    folds = memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], red.acc_type),
-                           [arith.MulIOp(pieces, outputs).result], []).result
+    partial = red.partial_folds()
+    count = arith.MulIOp(pieces, outputs).result
+    folds = [memref.AllocOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ty),
+                            [count], []).result for ty in red.acc_types]
 
     def fold_piece(t):
         p = arith.DivUIOp(t, outputs).result
         indices = delinearize(arith.RemUIOp(t, outputs).result, extents)
         lo = arith.MinUIOp(arith.MulIOp(p, piece).result, length).result
         hi = arith.MinUIOp(arith.AddIOp(lo, piece).result, length).result
-        memref.StoreOp(red.fold_line(indices, partial.identity_values()[0], lo, hi), folds, [t])
-    flat_parallel(arith.MulIOp(pieces, outputs).result, fold_piece)
+        for value, buffer in zip(red.fold_line(indices, partial.identity_values(), lo, hi), folds):
+            memref.StoreOp(value, buffer, [t])
+    flat_parallel(count, fold_piece)
 
     def fold_pieces(o):
         indices = delinearize(o, extents)
-        loop = scf.ForOp(const_index(0), pieces, const_index(1),
-                         [memref.LoadOp(red.out, indices).result])
+        loop = scf.ForOp(const_index(0), pieces, const_index(1), red.load_outs(indices))
         with ir.InsertionPoint(loop.body):
             at = arith.AddIOp(arith.MulIOp(loop.induction_variable, outputs).result, o).result
-            scf.YieldOp(partial.combine_values([loop.inner_iter_args[0]],
-                                               [memref.LoadOp(folds, [at]).result]))
-        memref.StoreOp(loop.results[0], red.out, indices)
+            scf.YieldOp(partial.combine_values(list(loop.inner_iter_args),
+                                               [memref.LoadOp(b, [at]).result for b in folds]))
+        red.store_outs(list(loop.results), indices)
     flat_parallel(outputs, fold_pieces)
