@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .._mlir import func, gpu, ir, llvm
 from ..lowering.fastmath import allows_approximate_functions
 from ..targets.gpu.reduce import BARRIER_MARKER
+from .atomics import compare_exchanges
 from .deallocation import copies_of_views_as_loops, lower_general_deallocs
 from .launch import TileParallelLoops
 
@@ -52,7 +53,8 @@ def cpu_pipeline(threads: int) -> list:
     """Parallel loops split into tasks for MLIR's async runtime (a thread
     pool of `threads` workers); reductions are chunked per worker first
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
-    return _DEALLOCATION + [precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+    return _DEALLOCATION + [compare_exchanges, precise_libm_calls,
+                            f"builtin.module({_AFTER_DEALLOCATION})",
                             copies_of_views_as_loops, "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
@@ -119,7 +121,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "reconcile-unrealized-casts",
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
-    return _DEALLOCATION + [barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+    return _DEALLOCATION + [compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
                             outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_,
                             zero_for_poison]
 
