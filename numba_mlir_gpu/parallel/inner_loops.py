@@ -23,7 +23,7 @@ A loop is converted when
   iterations write the same element; an array it writes is read only at
   the element being written (`out[i, j] /= s`), and no other name in the
   body reaches the same array (a view of it, say); or the write is a
-  scatter update (scatter.py: `h[k] += 1`, made atomic), one kind of update
+  scatter update (updates.py, scatter.py: `h[k] += 1`, made atomic), one kind of update
   per array, which the loop neither reads nor writes otherwise;
 * it makes no array, calls nothing with an array argument, and contains no
   parfor. Arrays passed as different arguments are taken not to overlap,
@@ -43,7 +43,7 @@ from numba.core.analysis import compute_cfg_from_blocks, compute_live_map, compu
 from numba.parfors.parfor import LoopNest, Parfor
 
 from .reduction import NAN_MAX, NAN_MIN, Reduction, SelectReduction
-from .scatter import updates_in, variable_uses
+from .updates import updates_in, variable_uses
 
 _ADDITIVE = {operator.iadd, operator.add, operator.isub, operator.sub}
 _MULTIPLICATIVE = {operator.imul, operator.mul}
