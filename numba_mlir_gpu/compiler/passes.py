@@ -121,9 +121,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "reconcile-unrealized-casts",
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
-    return _DEALLOCATION + [compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-                            outline, ieee_sqrt_in_kernels, precise_libm_calls, compile_,
-                            zero_for_poison]
+    return _DEALLOCATION + [compare_exchanges, barriers_from_markers, prepare,
+                            copies_of_views_as_loops, tile, outline, ieee_sqrt_in_kernels,
+                            precise_libm_calls, compile_, zero_for_poison]
 
 
 def zero_for_poison(module) -> None:

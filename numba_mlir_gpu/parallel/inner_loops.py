@@ -23,8 +23,9 @@ A loop is converted when
   iterations write the same element; an array it writes is read only at
   the element being written (`out[i, j] /= s`), and no other name in the
   body reaches the same array (a view of it, say); or the write is a
-  scatter update (updates.py, scatter.py: `h[k] += 1`, made atomic), one kind of update
-  per array, which the loop neither reads nor writes otherwise;
+  scatter update (`h[k] += 1`, updates.py), which scatter.py makes atomic:
+  one operator per array, which the loop neither reads nor writes
+  otherwise (two operators would make the result depend on the order);
 * it makes no array, calls nothing with an array argument, and contains no
   parfor. Arrays passed as different arguments are taken not to overlap,
   as for prange itself.
@@ -523,6 +524,7 @@ class _InnerLoop:
         body = self.body
         copies_of_index = self._copy_chain(self.index)
         loop_defined = set().union(*(body.defmap[label] for label in self.labels))
+
         def injective(store) -> bool:
             index = store.index if isinstance(store, nir.SetItem) else store.index_var
             return index is not None and self._injective(index.name, copies_of_index,
@@ -572,8 +574,6 @@ class _InnerLoop:
         for array in reads:
             if array not in writes and self._root(array) in roots:
                 return False
-        # atomic updates: one operator per array (the order of two kinds
-        # matters), and nothing else touching the array
         atomic_roots = {self._root(name) for name in atomic}
         others = {self._root(name) for name in list(writes) + list(reads)}
         return all(len(ops) == 1 for ops in atomic.values()) and not atomic_roots & others

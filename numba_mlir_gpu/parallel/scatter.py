@@ -22,10 +22,10 @@ every nested one down to the update)
   np.zeros(m)`, Numba's temporaries of array expressions) or a view taken
   there with such an index (`row = x[i]`).
 Anything else is atomic: an index read from the data, `i // 2`, a constant,
-`out[j]` in a loop over j inside a prange over i, and (being computed from
-the loop variable, frontend/rewrites.py) the index of a prange with a step. As for Numba's own
-prange, indices are taken not to wrap onto each other (an index `i` of
-`prange(-n, n)` over n elements).
+`out[j]` in a loop over j inside a prange over i, and the index of a prange
+with a step (computed from the loop's counter, frontend/rewrites.py). As
+for Numba's own prange, indices are taken not to wrap onto each other (an
+index `i` of `prange(-n, n)` over n elements).
 """
 from __future__ import annotations
 
