@@ -17,6 +17,7 @@ from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
+from .atomics import compare_exchanges
 from .deallocation import copies_of_views_as_loops, lower_general_deallocs
 from .launch import TileParallelLoops
 
@@ -56,7 +57,7 @@ def cpu_pipeline(threads: int) -> list:
     pool of `threads` workers); reductions are chunked per worker first
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
     return [reductions_as_loops] + _DEALLOCATION + [
-        precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+        compare_exchanges, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
         copies_of_views_as_loops, "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
@@ -138,10 +139,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
     return [schedule_reductions] + _DEALLOCATION + [
-        barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-                            outline, ieee_sqrt_in_kernels, precise_libm_calls,
-                            *([contract_in_kernels] if o.contract else []), compile_,
-                            zero_for_poison]
+        compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+        outline, ieee_sqrt_in_kernels, precise_libm_calls,
+        *([contract_in_kernels] if o.contract else []), compile_, zero_for_poison]
 
 
 def reductions_as_loops(module) -> None:

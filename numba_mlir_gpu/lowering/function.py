@@ -111,6 +111,10 @@ class FunctionLowerer:
         self.carried: Optional[CarriedArrays] = None
         self.label: Optional[int] = None        # the Numba block being lowered
         self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
+        # id(statement) -> rule(lw, stmt) lowering it in place of its class's
+        # rule: what the parfor lowering decides about statements of a body
+        # (parallel/scatter.py: updates made atomic)
+        self.replaced_statements: dict[int, Callable] = {}
 
     # -- entry point -------------------------------------------------------
 
@@ -182,7 +186,7 @@ class FunctionLowerer:
                 self.errors.check_pending(self)
 
     def lower_stmt(self, stmt) -> None:
-        rule = stmt_rules.get(type(stmt))
+        rule = self.replaced_statements.get(id(stmt)) or stmt_rules.get(type(stmt))
         if rule is None:
             raise UnsupportedConstructError(f"the statement {type(stmt).__name__} ({stmt})", stmt.loc)
         self.loc = stmt.loc

@@ -22,7 +22,10 @@ A loop is converted when
   the other positions the same in every iteration (`out[i, j]`), so no two
   iterations write the same element; an array it writes is read only at
   the element being written (`out[i, j] /= s`), and no other name in the
-  body reaches the same array (a view of it, say);
+  body reaches the same array (a view of it, say); or the write is a
+  scatter update (`h[k] += 1`, updates.py), which scatter.py makes atomic:
+  one operator per array, which the loop neither reads nor writes
+  otherwise (two operators would make the result depend on the order);
 * it makes no array, calls nothing with an array argument, and contains no
   parfor. Arrays passed as different arguments are taken not to overlap,
   as for prange itself.
@@ -41,6 +44,7 @@ from numba.core.analysis import compute_cfg_from_blocks, compute_live_map, compu
 from numba.parfors.parfor import LoopNest, Parfor
 
 from .reduction import NAN_MAX, NAN_MIN, Reduction, SelectReduction
+from .updates import updates_in, variable_uses
 
 _ADDITIVE = {operator.iadd, operator.add, operator.isub, operator.sub}
 _MULTIPLICATIVE = {operator.imul, operator.mul}
@@ -83,6 +87,7 @@ class _Body:
             new = nir.Block(block.scope, block.loc)
             new.body = [stmt for stmt in block.body if not isinstance(stmt, nir.Del)]
             self.blocks[label] = new
+        self._uses = None
         self.end = max(self.blocks) + 1          # the body's exit, for the CFG only
         self.start = min(self.blocks)
         self.assigned = {}                       # name -> [(label, Assign)]
@@ -144,6 +149,12 @@ class _Body:
 
     def typeof(self, name: str):
         return types.unliteral(self.lw.typeof(name))
+
+    def uses(self):
+        """How many times each variable of the function is read."""
+        if self._uses is None:
+            self._uses = variable_uses(self.lw.func_ir)
+        return self._uses
 
     def finished_blocks(self) -> dict:
         """The blocks with straight chains merged (a block jumping to one
@@ -513,15 +524,27 @@ class _InnerLoop:
         body = self.body
         copies_of_index = self._copy_chain(self.index)
         loop_defined = set().union(*(body.defmap[label] for label in self.labels))
-        writes, reads = {}, {}
+
+        def injective(store) -> bool:
+            index = store.index if isinstance(store, nir.SetItem) else store.index_var
+            return index is not None and self._injective(index.name, copies_of_index,
+                                                         loop_defined)
+        # the other writes are scatter updates (atomic), or the loop stays
+        updates = {id(u.store): u for u in updates_in(
+            body.lw, [body.blocks[label] for label in self.labels], body.uses())
+            if not injective(u.store)}
+        atomic_reads = {id(u.read) for u in updates.values()}
+        writes, reads, atomic = {}, {}, {}
         for _, stmt in self._statements():
             if isinstance(stmt, Parfor) or isinstance(stmt, (nir.Print, nir.EnterWith)):
                 return False
+            if id(stmt) in updates:
+                atomic.setdefault(stmt.target.name, set()).add(updates[id(stmt)].op)
+                continue
             if isinstance(stmt, (nir.SetItem, nir.StaticSetItem)):
-                index = stmt.index if isinstance(stmt, nir.SetItem) else stmt.index_var
-                if index is None or not self._injective(index.name, copies_of_index,
-                                                        loop_defined):
+                if not injective(stmt):
                     return False
+                index = stmt.index if isinstance(stmt, nir.SetItem) else stmt.index_var
                 writes.setdefault(stmt.target.name, set()).add(self._index_key(index.name))
                 continue
             if not isinstance(stmt, nir.Assign):
@@ -537,7 +560,7 @@ class _InnerLoop:
                 if value.op == "inplace_binop" and isinstance(body.typeof(value.lhs.name),
                                                               types.Array):
                     return False
-                if value.op in ("getitem", "static_getitem"):
+                if value.op in ("getitem", "static_getitem") and id(stmt) not in atomic_reads:
                     index = value.index if value.op == "getitem" else value.index_var
                     key = self._index_key(index.name) if index is not None else \
                         ("static", repr(value.index))
@@ -551,7 +574,9 @@ class _InnerLoop:
         for array in reads:
             if array not in writes and self._root(array) in roots:
                 return False
-        return True
+        atomic_roots = {self._root(name) for name in atomic}
+        others = {self._root(name) for name in list(writes) + list(reads)}
+        return all(len(ops) == 1 for ops in atomic.values()) and not atomic_roots & others
 
     def _injective(self, index: str, copies_of_index: set, loop_defined: set) -> bool:
         """Does the index name `index` hold the loop variable itself, alone

@@ -29,6 +29,7 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
+from .scatter import atomic_statements, atomic_updates
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
             operator.isub: operator.add, operator.sub: operator.add,
@@ -75,10 +76,18 @@ def reductions_of(lw, parfor: Parfor, names=None) -> list[Reduction]:
 
 @stmt_rules.register(Parfor)
 def lower_parfor(lw, parfor: Parfor) -> None:
-    if lw.parallel_depth == 0:
-        # on every target, so the analysis is the same everywhere: where no
-        # threads share an iteration, a nested parfor runs in order
-        parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
+    if lw.parallel_depth > 0:
+        _lower_parfor(lw, parfor)
+        return
+    # on every target, so the analysis is the same everywhere: where no
+    # threads share an iteration, a nested parfor runs in order
+    parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
+    # updates of elements that iterations may share: atomic (scatter.py)
+    with atomic_statements(lw, atomic_updates(lw, parfor)):
+        _lower_parfor(lw, parfor)
+
+
+def _lower_parfor(lw, parfor: Parfor) -> None:
     lw.lower_stmts(parfor.init_block.body)
     with lw.ip, lw.location(parfor.loc):
         anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
