@@ -166,6 +166,15 @@ def test_histograms_count_every_key(target, n):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_histograms_too_large_for_private_copies(target):
+    """80 KB of counts: more than a GPU block's copy may take
+    (schedules.PRIVATE_SHARED_BYTES), so the loop adds in place there."""
+    keys = RNG.integers(0, 10_000, 100_003)
+    check(histogram, keys, np.zeros(10_000, np.int64), target=target)
+    check(histogram, keys, np.zeros(10_000, np.int32), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_contended_updates_lose_nothing(target):
     """Many iterations on few elements: a plain load and store would lose
     updates (on the CPU too)."""
@@ -291,6 +300,21 @@ def test_histogram_is_one_atomic_instruction():
     assert "memref.atomic_rmw addf" in _input(fn) and "atom.global.add.f32" in _ptx(fn)
     fn = compile_only(largest, keys, keys, keys.copy())
     assert "memref.atomic_rmw maxs" in _input(fn) and "atom.global.max.s64" in _ptx(fn)
+
+
+def test_additions_into_a_small_array_go_through_shared_memory():
+    """A histogram: each block adds into its own copy in shared memory, then
+    into the array (targets/gpu/privatize.py); the plain kernel is kept for
+    copies too large for shared memory."""
+    keys = np.zeros(5, np.int64)
+    fn = compile_only(histogram, keys, np.zeros(3, np.int64))
+    ptx = _ptx(fn)
+    assert "atom.shared.add.u64" in ptx and "atom.global.add.u64" in ptx
+    assert "gpu.dynamic_shared_memory" in _input(fn)
+    fn = compile_only(weighted, keys, np.ones(5, np.float32), np.zeros(3, np.float32))
+    assert "atom.shared.add.f32" in _ptx(fn)
+    fn = compile_only(largest, keys, keys, keys.copy())     # not an addition: in place
+    assert "atom.shared" not in _ptx(fn)
 
 
 def test_other_updates_are_compare_and_swap_loops():

@@ -65,6 +65,18 @@ def _atomic(lw, update: Update) -> None:
                           lambda old: _new_value(lw, update, old, operand, array.type.dtype))
 
 
+def addition_kind(lw, update: Update, dtype) -> Optional[str]:
+    """"addi"/"addf" when the update is an addition (or subtraction) that
+    one atomic_rmw computes exactly, else None."""
+    expr = update.operation.value
+    sig = _signature(lw, expr)
+    if len(sig.args) != 2 or update.op not in (operator.add, operator.sub):
+        return None
+    result_ty = types.unliteral(lw.typeof(update.operation.target.name))
+    kind = _native_kind(update.op, dtype, result_ty, [types.unliteral(t) for t in sig.args])
+    return kind if kind in ("addi", "addf") else None
+
+
 def _native(lw, update: Update, operand, dtype) -> Optional[tuple]:
     """(atomic_rmw kind, value) when one computes exactly what Numba does,
     else None (a compare-and-swap loop)."""

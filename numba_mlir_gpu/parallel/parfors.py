@@ -20,7 +20,7 @@ from numba.parfors.parfor import Parfor
 from .._mlir import arith, ir, scf
 from ..lowering.build import const_i64
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.loops import sequential_for
+from ..lowering.loops import product, sequential_for
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
 from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
@@ -29,7 +29,7 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
-from .scatter import atomic_statements, atomic_updates
+from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
             operator.isub: operator.add, operator.sub: operator.add,
@@ -83,21 +83,22 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     # threads share an iteration, a nested parfor runs in order
     parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
     # updates of elements that iterations may share: atomic (scatter.py)
-    with atomic_statements(lw, atomic_updates(lw, parfor)):
-        _lower_parfor(lw, parfor)
+    updates = atomic_updates(lw, parfor)
+    with atomic_statements(lw, updates):
+        _lower_parfor(lw, parfor, updates)
 
 
-def _lower_parfor(lw, parfor: Parfor) -> None:
+def _lower_parfor(lw, parfor: Parfor, updates: list = ()) -> None:
     lw.lower_stmts(parfor.init_block.body)
     with lw.ip, lw.location(parfor.loc):
         anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
         outermost = lw.errors.begin_loop(anchor, on_device=lw.parallel_depth > 0)
-        _lower_loop(lw, parfor)
+        _lower_loop(lw, parfor, list(updates))
         if outermost:
             lw.errors.end_loop(lw)
 
 
-def _lower_loop(lw, parfor: Parfor) -> None:
+def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
     nest = LoopNest(lw, parfor)
     if lw.parallel_depth > 0:
         _lower_nested(lw, parfor, nest)
@@ -124,6 +125,25 @@ def _lower_loop(lw, parfor: Parfor) -> None:
                             positive)
         return lw.target.parallel_loop(lw, nest.trips, body, reductions)
 
+    def privatized(names: list, kinds: list):
+        """Atomic additions into small arrays (a histogram) go to a private
+        copy per group of threads where the copies fit (the target says);
+        elsewhere into the arrays themselves."""
+        captured = capture(lw, parfor, set(nest.vars))
+        arrays = [captured[name] for name in names]
+        fits = lw.target.privatizes_updates(arrays)
+        if fits is None:
+            return versioned()
+
+        def body(indices, copies):
+            BodyLowering(lw, parfor, nest, [], {**captured, **dict(zip(names, copies))})(
+                indices, [])
+
+        def shared():
+            lw.target.privatized_loop(lw, nest.trips, arrays, kinds, body)
+            return []
+        return _either(fits, shared, versioned, [])
+
     def versioned():
         """One loop where the divisors of `//` and `%` that do not change
         in the loop are positive (the usual case of `k // w`, `k % w` over a
@@ -145,8 +165,11 @@ def _lower_loop(lw, parfor: Parfor) -> None:
         results = in_chunks()
     elif inner:
         # a group of threads per iteration when the inner loops are long enough
-        results = _either(lw.target.spreads_inner_loops(trips), in_chunks, flat,
+        results = _either(lw.target.spreads_inner_loops(product(nest.trips), trips),
+                          in_chunks, flat,
                           [r.mlir_type for r in reductions])
+    elif updates and not reductions and (found := privatizable(lw, parfor, updates)):
+        results = privatized(*found)
     else:
         results = versioned()
     for red, before, result in zip(reductions, initial, results):

@@ -36,7 +36,7 @@ import numpy as np
 from numba.core import ir as nir
 from numba.parfors.parfor import Parfor
 
-from .atomic_updates import lower_update
+from .atomic_updates import addition_kind, lower_update
 from .updates import Update, Window, callee, updates_in, variable_uses
 
 _ALLOCATORS = (np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
@@ -181,3 +181,32 @@ def atomic_statements(lw, updates: list[Update]):
 
 def _skip(lw, stmt) -> None:
     """Part of an atomic update, lowered with its store."""
+
+
+def privatizable(lw, parfor: Parfor, updates: list[Update]):
+    """(array names, atomic_rmw kinds) when every update of `updates` is an
+    exact atomic addition in the parfor's own body into an array from
+    outside it that the body touches only through these updates; a target
+    may then give each group of threads a private copy (a histogram in
+    shared memory); else None."""
+    own = {id(block.body) for block in parfor.loop_body.values()}
+    assigned = _assignments(parfor.loop_body.values())
+    kinds: dict = {}
+    for update in updates:
+        dtype = lw.typeof(update.array).dtype
+        kind = addition_kind(lw, update, dtype)
+        if kind is None or id(update.body) not in own or update.array in assigned or \
+                kinds.setdefault(update.array, kind) != kind:
+            return None
+    allowed = {id(u.read.value) for u in updates} | {id(u.store) for u in updates}
+    blocks = list(parfor.loop_body.values())
+    while blocks:
+        for stmt in blocks.pop().body:
+            if isinstance(stmt, Parfor):
+                blocks += list(stmt.loop_body.values()) + [stmt.init_block]
+                continue
+            reader = stmt.value if isinstance(stmt, nir.Assign) else stmt
+            if any(v.name in kinds for v in stmt.list_vars()) and id(reader) not in allowed:
+                return None
+    names = sorted(kinds)
+    return names, [kinds[name] for name in names]

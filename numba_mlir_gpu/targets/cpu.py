@@ -37,6 +37,11 @@ class CPUStrategy:
     def check_element_access(self, lw, array: ArrayValue, loc) -> None:
         pass
 
+    def privatizes_updates(self, arrays: list):
+        """Whether private copies of the arrays a loop adds into atomically
+        fit (an i1 value), or None: this target updates them in place."""
+        return None
+
     def can_allocate(self, lw) -> bool:
         return True
 

@@ -15,7 +15,12 @@ Families:
   up to BODY_MAX_THREADS threads, a thread per BODY_ITEMS_PER_THREAD
   iterations of the longest inner loop, inner loops unrolled BODY_UNROLL times,
   at most parallel/array_reductions.MAX_CHUNKS blocks; a body whose inner
-  loops are all shorter than a warp runs one iteration per thread instead;
+  loops are all shorter than a warp, or a loop of BODY_FLAT_ITERATIONS
+  iterations or more, runs one iteration per thread instead;
+* scatter updates into a small array (privatize.py): blocks of
+  PRIVATE_THREADS threads, at most PRIVATE_BLOCKS, each updating its own copy
+  in shared memory (at most PRIVATE_SHARED_BYTES) with PRIVATE_UNROLL
+  iterations in flight per thread, then adding it into the array;
 * reductions along an axis (linalg generics, structured.py): a line
   contiguous in memory and at least a warp long is folded by a block
   (LINE_MAX_THREADS threads, LINE_UNROLL elements in flight each, at most
@@ -43,7 +48,17 @@ REDUCE_UNROLL = 8
 # 81/70 us, 128 threads 62/55 us, 512 threads 132/121 us)
 BODY_MAX_THREADS = 128          # up to 1024 (reduce.MAX_WARPS)
 BODY_ITEMS_PER_THREAD = 8       # iterations of the longest inner loop per thread
+# more iterations than this run one per thread, whatever their inner loops
+# (about the threads an H100 holds at once: 132 SMs x 2048)
+BODY_FLAT_ITERATIONS = 1 << 18
 BODY_UNROLL = 4
+
+# scatter updates into a small array (privatize.py): a copy per block in
+# shared memory while the copies fit
+PRIVATE_THREADS = 256
+PRIVATE_BLOCKS = 1024
+PRIVATE_UNROLL = 4
+PRIVATE_SHARED_BYTES = 48 << 10
 
 LINE_MAX_THREADS = 256
 LINE_UNROLL = 4

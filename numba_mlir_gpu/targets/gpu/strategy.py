@@ -16,7 +16,7 @@ from ...lowering.loops import copy_elements, delinearize, flat_parallel, product
 from ...lowering.values import ArrayValue
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
-from . import schedules
+from . import privatize, schedules
 from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks
 from .reduce import tree_reduce
 
@@ -80,17 +80,34 @@ class GPUStrategy(CPUStrategy):
         return tree_reduce(lw.mlower.module, total, reductions,
                            lambda k, accs: body(delinearize(k, trips), accs))
 
-    def spreads_inner_loops(self, inner_trips: list) -> ir.Value:
-        """Does a block share each iteration of a prange body whose nested
-        loops run `inner_trips` times (None: not known before the loop)? When
-        one is at least a warp long, or unknown; else one thread runs each
-        iteration (a warp would mostly idle)."""
+    def privatizes_updates(self, arrays: list) -> ir.Value:
+        """Do private copies of `arrays`, the targets of a loop's atomic
+        additions, fit a block's shared memory (privatize.py)?"""
+        return privatize.fits(arrays)
+
+    def privatized_loop(self, lw, trips: list, arrays: list, kinds: list, body) -> None:
+        """`body(indices, copies)` over the box `trips`, its atomic
+        additions into `arrays` going to `copies`, a block's own."""
+        privatize.privatized_loop(lw, product(trips), arrays, kinds,
+                                  lambda k, copies: body(delinearize(k, trips), copies))
+
+    def spreads_inner_loops(self, iterations: ir.Value, inner_trips: list) -> ir.Value:
+        """Does a block share each of the `iterations` of a prange body whose
+        nested loops run `inner_trips` times (None: not known before the
+        loop)? When the iterations alone are too few to fill the GPU
+        (BODY_FLAT_ITERATIONS) and an inner loop is at least a warp long (or
+        of unknown length); else one thread runs each iteration: a warp
+        would mostly idle, or the threads have work enough (a matrix
+        product's outputs) and combining across a block only costs."""
+        few = arith.CmpIOp(arith.CmpIPredicate.ult, iterations,
+                           const_index(schedules.BODY_FLAT_ITERATIONS)).result
         if any(t is None for t in inner_trips):
-            return arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
+            return few
         longest = const_index(0)
         for trips in inner_trips:
             longest = arith.MaxUIOp(longest, trips).result
-        return arith.CmpIOp(arith.CmpIPredicate.uge, longest, const_index(WARP)).result
+        long_enough = arith.CmpIOp(arith.CmpIPredicate.uge, longest, const_index(WARP)).result
+        return arith.AndIOp(few, long_enough).result
 
     def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
         copy_bytes = const_index(0)
