@@ -30,7 +30,7 @@ from ...lowering.build import cmpi, const_index
 from ...lowering.loops import delinearize, product
 from ...parallel.array_reductions import MAX_CHUNKS, run_chunk
 from . import schedules
-from .reduce import barrier, block_combine, declare_barrier_marker, shared_bytes, strided_fold
+from .reduce import MAX_WARPS, barrier, block_combine, declare_barrier_marker, shared_bytes, strided_fold
 from .scratch import KernelIndices, Temporary, hoist_temporaries
 
 # Memory for the private copies of one loop's accumulators, all chunks together.
@@ -113,13 +113,24 @@ def chunk_count(total: ir.Value, copy_bytes: ir.Value) -> ir.Value:
     return arith.MaxUIOp(chunks, const_index(1)).result
 
 
-def block_threads(elements: ir.Value, most: int = MAX_THREADS) -> ir.Value:
+def block_threads(elements: ir.Value, most: int | ir.Value = MAX_THREADS) -> ir.Value:
     """Threads per block: `elements` rounded up to warps, between one warp
     and `most`."""
+    if isinstance(most, int):
+        most = const_index(most)
     warps = arith.CeilDivUIOp(elements, const_index(WARP)).result
     threads = arith.MulIOp(warps, const_index(WARP)).result
-    return arith.MaxUIOp(const_index(WARP),
-                         arith.MinUIOp(threads, const_index(most)).result).result
+    return arith.MaxUIOp(const_index(WARP), arith.MinUIOp(threads, most).result).result
+
+
+def most_threads(blocks: ir.Value) -> ir.Value:
+    """The most threads a block of a body may have: BODY_MAX_THREADS, or
+    more (up to a block's limit) when `blocks` such blocks would not fill
+    the GPU (BODY_FILL_THREADS): few long rows want wide blocks."""
+    to_fill = arith.CeilDivUIOp(const_index(schedules.BODY_FILL_THREADS),
+                                arith.MaxUIOp(blocks, const_index(1)).result).result
+    most = arith.MaxUIOp(const_index(MAX_THREADS), to_fill).result
+    return arith.MinUIOp(most, const_index(WARP * MAX_WARPS)).result
 
 
 def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chunk) -> ir.Value:

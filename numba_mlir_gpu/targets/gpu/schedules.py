@@ -12,7 +12,8 @@ Families:
   device), REDUCE_UNROLL iterations per trip of a thread's grid-stride loop;
 * prange bodies that share an iteration among a block's threads (inner
   loops, array reductions, bodies making arrays; chunks.py): from one warp
-  up to BODY_MAX_THREADS threads, a thread per BODY_ITEMS_PER_THREAD
+  up to BODY_MAX_THREADS threads (more when the blocks are too few to give
+  the GPU BODY_FILL_THREADS threads), a thread per BODY_ITEMS_PER_THREAD
   iterations of the longest inner loop, inner loops unrolled BODY_UNROLL times,
   at most parallel/array_reductions.MAX_CHUNKS blocks; a body whose inner
   loops are all shorter than a warp, or a loop of BODY_FLAT_ITERATIONS
@@ -51,6 +52,10 @@ BODY_ITEMS_PER_THREAD = 8       # iterations of the longest inner loop per threa
 # more iterations than this run one per thread, whatever their inner loops
 # (about the threads an H100 holds at once: 132 SMs x 2048)
 BODY_FLAT_ITERATIONS = 1 << 18
+# fewer blocks than BODY_FILL_THREADS / BODY_MAX_THREADS get wider blocks, up
+# to a block's 1024 threads (softmax of the rows of float32 arrays on an
+# H100: 1024x8192 98 -> 63 us, 512x16384 163 -> 59 us; with 2^19, 61 and 71 us)
+BODY_FILL_THREADS = 1 << 18
 BODY_UNROLL = 4
 
 # scatter updates into a small array (privatize.py): a copy per block in

@@ -17,7 +17,7 @@ from ...lowering.values import ArrayValue
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
 from . import privatize, schedules
-from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks
+from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks, most_threads
 from .reduce import tree_reduce
 
 
@@ -123,13 +123,14 @@ class GPUStrategy(CPUStrategy):
         scratch memory). Threads: one per element of the largest
         accumulator, and one per BODY_ITEMS_PER_THREAD iterations of the
         longest inner loop (all a block holds when the host cannot tell an
-        inner loop's length), from one warp to BODY_MAX_THREADS."""
+        inner loop's length), from one warp to BODY_MAX_THREADS, or more
+        when the chunks are too few to fill the GPU (chunks.most_threads)."""
         largest = const_index(1)        # no accumulators and no inner loops: one warp
         per_thread = const_index(schedules.BODY_ITEMS_PER_THREAD)
         for size in sizes + [arith.CeilDivUIOp(t, per_thread).result if t is not None
                              else const_index(MAX_THREADS) for t in inner_trips]:
             largest = arith.MaxUIOp(largest, size).result
-        return launch_chunks(lw, total, chunks, block_threads(largest), chunk)
+        return launch_chunks(lw, total, chunks, block_threads(largest, most_threads(chunks)), chunk)
 
 
 def _may_miss(lw, stops: list, extents) -> ir.Value:
