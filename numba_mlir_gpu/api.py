@@ -10,34 +10,57 @@ from numba.core.dispatcher import Dispatcher
 
 from .compiler import CompiledFunction
 from .frontend.dispatch import with_device_shortcut
+from .frontend.fallback import UNSUPPORTED_LOOPS, CompiledPath, FallbackFunction
 from .frontend.pipeline import MLIRGPUPipeline
 from .targets.choice import TARGETS
 
 
 @functools.lru_cache(maxsize=None)
-def pipeline_for(target: Optional[str]) -> type:
-    """MLIRGPUPipeline, or a subclass pinned to one target."""
-    if target is None:
-        return MLIRGPUPipeline
-    if target not in TARGETS:
+def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
+                 unsupported_loops: str = "error") -> type:
+    """MLIRGPUPipeline, or a subclass pinned to a target and fallback options."""
+    if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return type(f"MLIRGPUPipeline_{target.replace('-', '_')}", (MLIRGPUPipeline,),
-                {"target": target})
+    if unsupported_loops not in UNSUPPORTED_LOOPS:
+        raise ValueError(f"unsupported_loops must be one of {', '.join(UNSUPPORTED_LOOPS)}, "
+                         f"not {unsupported_loops!r}")
+    settings = {"target": target, "fallback": fallback, "unsupported_loops": unsupported_loops}
+    changed = {k: v for k, v in settings.items() if v != getattr(MLIRGPUPipeline, k)}
+    if not changed:
+        return MLIRGPUPipeline
+    name = "_".join(["MLIRGPUPipeline"] + [f"{k}_{v}".replace("-", "_") for k, v in changed.items()])
+    return type(name, (MLIRGPUPipeline,), changed)
 
 
-def njit(*args, target: Optional[str] = None, **options):
+def njit(*args, target: Optional[str] = None, fallback: Optional[bool] = None,
+         unsupported_loops: str = "error", **options):
     """`numba.njit` through MLIRGPUPipeline; `target` ("cpu", "gpu",
     "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection.
+    `fallback=False` (or $NUMBA_MLIR_GPU_FALLBACK=0) makes host code our
+    lowering does not support an error instead of Numba-lowered host code
+    around MLIR loops; `unsupported_loops="cpu"` runs parallel loops it
+    cannot compile with Numba's CPU parfor lowering, with a warning.
     The dispatcher calls compiled code on CuPy arrays directly (dispatch.py)."""
-    options["pipeline_class"] = pipeline_for(target)
+    options["pipeline_class"] = pipeline_for(target, fallback, unsupported_loops)
     made = numba.njit(*args, **options)
     if isinstance(made, Dispatcher):
         return with_device_shortcut(made)
     return lambda fn: with_device_shortcut(made(fn))
 
 
-def compiled_function(dispatcher, signature=None) -> CompiledFunction:
-    """What one compiled signature of `dispatcher` is made of."""
+def compiled_function(dispatcher, signature=None) -> CompiledFunction | FallbackFunction:
+    """What one compiled signature of `dispatcher` is made of: the whole
+    function's MLIR, or (fallback) its parallel loops'."""
+    return _metadata(dispatcher, signature)["numba_mlir_gpu"]
+
+
+def inspect_path(dispatcher, signature=None) -> CompiledPath:
+    """Which path a signature took (the whole function through MLIR, or
+    Numba-lowered host code around MLIR loops), why, and per loop."""
+    return _metadata(dispatcher, signature)["numba_mlir_gpu_path"]
+
+
+def _metadata(dispatcher, signature) -> dict:
     overloads = dispatcher.overloads
     if signature is None:
         if len(overloads) != 1:
@@ -48,23 +71,27 @@ def compiled_function(dispatcher, signature=None) -> CompiledFunction:
     else:
         key = tuple(signature.args) if hasattr(signature, "args") else tuple(signature)
         cres = overloads[key]
-    compiled = cres.metadata.get("numba_mlir_gpu")
-    if compiled is None:
+    if cres.metadata.get("numba_mlir_gpu") is None:
         raise ValueError("this signature was not compiled by MLIRGPUPipeline")
-    return compiled
+    return cres.metadata
 
 
 def inspect_mlir(dispatcher, signature=None, stage: str = "input") -> str:
     """The MLIR of a signature: stage "input" (as lowered from Numba) or
-    "lowered" (after the pass pipeline)."""
+    "lowered" (after the pass pipeline); its first line, a comment, says
+    which path the signature took."""
     compiled = compiled_function(dispatcher, signature)
     if stage == "input":
-        return compiled.input_mlir
-    if stage == "lowered":
-        return compiled.lowered_mlir
-    raise ValueError("stage must be 'input' or 'lowered'")
+        text = compiled.input_mlir
+    elif stage == "lowered":
+        text = compiled.lowered_mlir
+    else:
+        raise ValueError("stage must be 'input' or 'lowered'")
+    return f"// {inspect_path(dispatcher, signature).summary()}\n{text}"
 
 
 def inspect_ptx(dispatcher, signature=None) -> list[str]:
-    """The PTX of the GPU kernels of a signature (empty on the CPU target)."""
-    return compiled_function(dispatcher, signature).ptx
+    """The PTX of the GPU kernels of a signature (empty on the CPU target),
+    each led by a comment saying which path the signature took."""
+    line = f"// {inspect_path(dispatcher, signature).summary()}\n"
+    return [line + text for text in compiled_function(dispatcher, signature).ptx]

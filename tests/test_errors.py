@@ -39,13 +39,27 @@ def calls_python(x):
     (calls_python, (np.ones(3),), "sort"),
 ])
 def test_unsupported_construct_names_construct_and_line(fn, args, construct):
+    """With the fallback off; with it on, Numba lowers such host code
+    (test_host_code_numba_supports_compiles_with_the_fallback)."""
     with pytest.raises(UnsupportedConstructError) as info:
-        numba_mlir_gpu.njit(target="cpu")(fn)(*args)
+        numba_mlir_gpu.njit(target="cpu", fallback=False)(fn)(*args)
     message = str(info.value)
     assert construct in message
     assert "numba-mlir-gpu does not support" in message
     assert __file__.split("/")[-1] in message       # the user's file ...
     assert f"def {fn.__name__}" in message or fn.__name__ in message  # ... and source
+
+
+@pytest.mark.parametrize("fn, args", [
+    (two_index_arrays, (np.arange(9.0).reshape(3, 3), np.array([0, 2]))),
+    (complex_math, (2.0,)),
+    (calls_python, (np.array([3.0, 1.0, 2.0]),)),
+])
+def test_host_code_numba_supports_compiles_with_the_fallback(fn, args):
+    check(fn, *args)
+    ours = numba_mlir_gpu.njit(target="cpu")(fn)
+    ours(*args)
+    assert numba_mlir_gpu.inspect_path(ours).path == "fallback"
 
 
 def test_allocation_inside_gpu_kernel_is_refused_at_compile_time():

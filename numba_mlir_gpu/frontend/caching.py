@@ -5,7 +5,8 @@ function's bytecode, not by the compiler pipeline. A function compiled by
 Numba's own lowering and then decorated with ours (or compiled for the CPU
 target, then run where the GPU target is chosen) would load the other's
 code. Dispatchers whose pipeline is MLIRGPUPipeline get a cache whose key
-adds this package, its version and the target the pipeline compiles for now.
+adds this package, its version, the target the pipeline compiles for now
+and its fallback settings.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from numba.core.dispatcher import Dispatcher
 
 from .._version import __version__
 from ..targets.choice import choose_target
+from .fallback import fallback_allowed
 from .pipeline import MLIRGPUPipeline
 
 
@@ -25,8 +27,11 @@ class MLIRFunctionCache(FunctionCache):
         self._pipeline = pipeline
 
     def _index_key(self, sig, codegen):
-        target = choose_target(self._pipeline.target).name
-        return super()._index_key(sig, codegen) + (("numba_mlir_gpu", __version__, target),)
+        pipeline = self._pipeline
+        target = choose_target(pipeline.target).name
+        fallback = fallback_allowed({"numba_mlir_gpu_fallback": pipeline.fallback})
+        return super()._index_key(sig, codegen) + (
+            ("numba_mlir_gpu", __version__, target, fallback, pipeline.unsupported_loops),)
 
 
 def _install() -> None:

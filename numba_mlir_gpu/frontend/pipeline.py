@@ -8,7 +8,10 @@ from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NoPythonBackend
 
 from ..compiler.driver import compile_state, takes_device_arrays
+from ..lowering.errors import UnsupportedConstructError
 from ..runtime.device_arrays import device_result_type
+from .fallback import (CompiledPath, FallbackFunction, HostLower, compile_loops,
+                       fallback_allowed)
 from .typed_ir import typed_ir, typed_passes
 from .wrapper import EntryCallLower
 
@@ -16,7 +19,9 @@ from .wrapper import EntryCallLower
 @register_pass(mutates_CFG=True, analysis_only=False)
 class MLIRLowering(LoweringPass):
     """Typed Numba IR and parfors -> MLIR -> OrcJIT; the Numba-side function
-    is a call of the JIT-ed entry."""
+    is a call of the JIT-ed entry. A function whose host code our lowering
+    cannot take is lowered by Numba, its parallel loops still through MLIR
+    (fallback.py)."""
 
     _name = "mlir_gpu_lowering"
 
@@ -24,11 +29,17 @@ class MLIRLowering(LoweringPass):
         LoweringPass.__init__(self)
 
     def run_pass(self, state):
-        compiled = compile_state(state, typed_ir)
-        if compiled.target.name == "gpu" and takes_device_arrays(state.args):
-            # compute follows data: arrays made from device arrays stay there
-            state.return_type = device_result_type(state.return_type,
-                                                   iter(compiled.plan.array_origins))
+        try:
+            compiled = compile_state(state, typed_ir)
+        except UnsupportedConstructError as exc:
+            if not fallback_allowed(state):
+                raise
+            compiled = FallbackFunction(compile_loops(state, typed_ir, _construct_and_line(exc)))
+        else:
+            if compiled.target.name == "gpu" and takes_device_arrays(state.args):
+                # compute follows data: arrays made from device arrays stay there
+                state.return_type = device_result_type(state.return_type,
+                                                       iter(compiled.plan.array_origins))
         if state.library is None:
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()     # as Numba's lowering: cache=True
@@ -38,8 +49,12 @@ class MLIRLowering(LoweringPass):
             mangler=targetctx.mangler, inline=flags.forceinline, noalias=flags.noalias,
             abi_tags=[flags.get_mangle_string()])
         with targetctx.push_code_library(library):
-            lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
-                                   metadata=state.metadata, compiled=compiled)
+            if isinstance(compiled, FallbackFunction):
+                lower = HostLower(targetctx, library, fndesc, state.func_ir,
+                                  metadata=state.metadata)
+            else:
+                lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
+                                       metadata=state.metadata, compiled=compiled)
             lower.lower()
             if not flags.no_cpython_wrapper:
                 lower.create_cpython_wrapper(flags.release_gil)
@@ -51,8 +66,10 @@ class MLIRLowering(LoweringPass):
         # post-pipeline MLIR first (reload_init runs before linking).
         library._numba_mlir_gpu = compiled
         state.metadata["numba_mlir_gpu"] = compiled
-        if compiled.jitted is not None:
-            state.reload_init.append(compiled.jitted.reloader())
+        state.metadata["numba_mlir_gpu_path"] = (
+            compiled.path if isinstance(compiled, FallbackFunction) else CompiledPath("mlir"))
+        for jitted in _jitted(compiled):
+            state.reload_init.append(jitted.reloader())
         if flags.no_compile:
             state["cr"] = _LowerResult(fndesc, call_helper, cfunc=None, env=env)
         else:
@@ -60,6 +77,17 @@ class MLIRLowering(LoweringPass):
             targetctx.insert_user_function(cfunc, fndesc, [library])
             state["cr"] = _LowerResult(fndesc, call_helper, cfunc=cfunc, env=env)
         return True
+
+
+def _jitted(compiled) -> list:
+    if isinstance(compiled, FallbackFunction):
+        return compiled.jitted
+    return [compiled.jitted] if compiled.jitted is not None else []
+
+
+def _construct_and_line(exc: UnsupportedConstructError) -> str:
+    loc = getattr(exc, "loc", None)
+    return exc.construct + (f", line {loc.line}" if loc is not None and loc.line else "")
 
 
 class MLIRGPUPipeline(CompilerBase):
@@ -70,9 +98,13 @@ class MLIRGPUPipeline(CompilerBase):
     """
 
     target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
+    fallback = None  # None: $NUMBA_MLIR_GPU_FALLBACK (fallback.py), on unless "0"
+    unsupported_loops = "error"     # or "cpu": such loops run with Numba's CPU lowering
 
     def define_pipelines(self):
         self.state["numba_mlir_gpu_target"] = self.target
+        self.state["numba_mlir_gpu_fallback"] = self.fallback
+        self.state["numba_mlir_gpu_unsupported_loops"] = self.unsupported_loops
         pm = typed_passes(self.state, "numba_mlir_gpu")
         pm.add_pass(MLIRLowering, "lower through MLIR")
         pm.add_pass(NoPythonBackend, "nopython mode backend")

@@ -1,10 +1,13 @@
 """Typing of the stand-ins of lowering/substitutes.py: the result types
 Numba's own implementations would give, from Numba's own helpers (their
-rules change between Numba versions)."""
+rules change between Numba versions); and their lowering by Numba, for host
+code that Numba lowers (fallback.py): the NumPy function itself."""
 from __future__ import annotations
 
 import numpy as np
 from numba.core import types
+from numba.core.imputils import lower_builtin
+from numba.core.typing import signature
 from numba.core.typing.templates import CallableTemplate, infer_global
 from numba.np.arraymath import get_ret_dtype_if_any
 
@@ -33,3 +36,22 @@ class SumWithAxis(CallableTemplate):
             sig = self.context.resolve_function_type(numpy_sum, given, {})
             return None if sig is None else sig.return_type
         return typer
+
+
+_SUMS = {
+    (True, False, False): lambda a: np.sum(a),
+    (True, True, False): lambda a, axis: np.sum(a, axis=axis),
+    (True, False, True): lambda a, dtype: np.sum(a, dtype=dtype),
+    (True, True, True): lambda a, axis, dtype: np.sum(a, axis=axis, dtype=dtype),
+}
+
+
+@lower_builtin(sum_with_axis, types.VarArg(types.Any))
+def lower_sum_with_axis(context, builder, sig, args):
+    """np.sum with the arguments given (an omitted one is left out)."""
+    given = [i < len(sig.args) and not _none(sig.args[i]) for i in range(3)]
+    kept = [i for i in range(len(sig.args)) if given[i]]
+    impl = _SUMS[tuple(given)]
+    return context.compile_internal(
+        builder, impl, signature(sig.return_type, *[sig.args[i] for i in kept]),
+        [args[i] for i in kept])

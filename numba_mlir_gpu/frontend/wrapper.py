@@ -16,7 +16,7 @@ from numba.core import cgutils, lowering, types
 from numba.core.runtime import _nrt_python
 from numba.np.arrayobj import populate_array
 
-from ..compiler.jit import JitFunction, array_destructor_symbol
+from ..compiler.jit import array_destructor_symbol
 from ..lowering.types import flat_types, is_fortran, is_static
 from ..lowering.values import ReturnPlan
 from ..runtime.device_arrays import DeviceArrayType
@@ -57,28 +57,21 @@ def _memref_struct(ndim: int) -> llir.LiteralStructType:
     return llir.LiteralStructType([_I8P, _I8P, _I64, dims, dims])
 
 
-class EntryCallLower(lowering.Lower):
-    """Lowers the function as one call to the JIT-ed MLIR entry."""
+class EntryCalls:
+    """Calls of JIT-ed MLIR entries from code Numba lowers (a mixin of
+    `lowering.Lower`): the whole function's entry (EntryCallLower), or one
+    loop's (fallback.HostLower)."""
 
-    def __init__(self, context, library, fndesc, func_ir, metadata=None, *, compiled):
-        super().__init__(context, library, fndesc, func_ir, metadata=metadata)
-        self.jitted: JitFunction = compiled.jitted
-        self.plan: ReturnPlan = compiled.plan
-        self.exceptions: list = compiled.exceptions
-
-    def lower_normal_function(self, fndesc):
-        self.setup_function(fndesc)
-        args = self.extract_function_arguments()
+    def call_entry(self, compiled, argtypes, args, restype):
+        """`compiled`'s entry called on `args` (Numba values of `argtypes`);
+        returns its result as a Numba value of `restype`, an exception it
+        signals raised in the caller's calling convention."""
         builder = self.builder
-        if self.jitted is None:
-            self.call_conv.return_user_exc(builder, CompileOnlyError, (
-                f"{fndesc.qualname} was compiled with target 'compile-only': its GPU code "
-                "was built (see numba_mlir_gpu.inspect_ptx) but nothing runs",))
-            return
+        jitted, plan = compiled.jitted, compiled.plan
         flat_args = []
-        for ty, value in zip(fndesc.argtypes, args):
+        for ty, value in zip(argtypes, args):
             self._flatten_argument(ty, value, flat_args)
-        result_types = self._result_llvm_types()
+        result_types = self._result_llvm_types(restype, plan)
         if len(result_types) == 1:
             result_ty = result_types[0]
         else:
@@ -94,31 +87,28 @@ class EntryCallLower(lowering.Lower):
         for i, slot in enumerate(slots):
             builder.store(slot, builder.gep(packed, [llir.Constant(llir.IntType(32), i)]))
         fnty = llir.FunctionType(llir.VoidType(), [_I8P.as_pointer()])
-        entry = cgutils.get_or_insert_function(builder.module, fnty, self.jitted.symbol)
+        entry = cgutils.get_or_insert_function(builder.module, fnty, jitted.symbol)
         builder.call(entry, [packed])
         loaded = builder.load(result_slot)
         if len(result_types) == 1:
             results = [loaded]
         else:
             results = [builder.extract_value(loaded, i) for i in range(len(result_types))]
-        if self.jitted.gpu and self._results_read_on_host(fndesc.restype):
+        if jitted.gpu and self._results_read_on_host(restype, plan):
             self._call_runtime("nmg_sync", llir.FunctionType(llir.VoidType(), []), [])
-        self._raise_on_status(results[0], results[1:])
-        results = results[1:]
-        retval = self._rebuild(fndesc.restype, iter(results), iter(self.plan.array_origins),
-                               list(zip(fndesc.argtypes, args)))
-        self.call_conv.return_value(
-            builder, self.context.get_return_value(builder, fndesc.restype, retval))
+        self._raise_on_status(compiled, results[0], results[1:])
+        return self._rebuild(restype, iter(results[1:]), iter(plan.array_origins),
+                             list(zip(argtypes, args)), jitted.gpu)
 
     def _call_runtime(self, name: str, fnty, args):
         fn = cgutils.get_or_insert_function(self.builder.module, fnty, name)
         return self.builder.call(fn, args)
 
-    def _results_read_on_host(self, restype) -> bool:
+    def _results_read_on_host(self, restype, plan: ReturnPlan) -> bool:
         """Arrays the function allocates and the caller reads on the host:
         the kernels writing them must have finished (everything else is
         ordered on the default stream, or waited for inside the function)."""
-        origins = iter(self.plan.array_origins)
+        origins = iter(plan.array_origins)
         return any(isinstance(t, types.Array) and next(origins) is None
                    and not isinstance(t, DeviceArrayType) for t in flat_types(restype))
 
@@ -144,12 +134,12 @@ class EntryCallLower(lowering.Lower):
 
     # -- results ---------------------------------------------------------------
 
-    def _raise_on_status(self, status, results: list) -> None:
+    def _raise_on_status(self, compiled, status, results: list) -> None:
         """A non-zero status (or, on the GPU, a failure the runtime recorded)
         raises its exception, after freeing the arrays the call returned."""
         builder = self.builder
-        gpu = self.jitted.gpu
-        if not self.exceptions and not gpu:
+        gpu = compiled.jitted.gpu
+        if not compiled.exceptions and not gpu:
             return
         zero = llir.Constant(status.type, 0)
         failure = zero
@@ -169,17 +159,17 @@ class EntryCallLower(lowering.Lower):
                 is_code = builder.icmp_unsigned("==", failure, llir.Constant(status.type, code))
                 with cgutils.if_unlikely(builder, is_code):
                     self.call_conv.return_user_exc(builder, exc_class, exc_args)
-            for code, (exc_class, exc_args) in enumerate(self.exceptions, start=1):
+            for code, (exc_class, exc_args) in enumerate(compiled.exceptions, start=1):
                 is_code = builder.icmp_unsigned("==", status, llir.Constant(status.type, code))
                 with cgutils.if_unlikely(builder, is_code):
                     self.call_conv.return_user_exc(builder, exc_class, exc_args)
             self.call_conv.return_user_exc(builder, RuntimeError,
                                            ("numba-mlir-gpu: unknown error status",))
 
-    def _result_llvm_types(self) -> list:
-        origins = iter(self.plan.array_origins)
+    def _result_llvm_types(self, restype, plan: ReturnPlan) -> list:
+        origins = iter(plan.array_origins)
         result = [llir.IntType(32)]          # the status
-        for ty in flat_types(self.fndesc.restype):
+        for ty in flat_types(restype):
             if isinstance(ty, types.Array):
                 if next(origins) is None:
                     result.append(_memref_struct(ty.ndim))
@@ -187,10 +177,10 @@ class EntryCallLower(lowering.Lower):
                 result.append(self.context.get_value_type(ty))
         return result
 
-    def _rebuild(self, ty, results, origins, args):
+    def _rebuild(self, ty, results, origins, args, gpu: bool):
         builder, context = self.builder, self.context
         if isinstance(ty, types.BaseTuple):
-            items = [self._rebuild(t, results, origins, args) for t in ty.types]
+            items = [self._rebuild(t, results, origins, args, gpu) for t in ty.types]
             return context.make_tuple(builder, ty, items)
         if isinstance(ty, types.NoneType):
             return context.get_dummy_value()
@@ -200,10 +190,10 @@ class EntryCallLower(lowering.Lower):
                 argty, value = args[origin]
                 context.nrt.incref(builder, argty, value)
                 return value
-            return self._adopt_array(ty, next(results))
+            return self._adopt_array(ty, next(results), gpu)
         return next(results)
 
-    def _adopt_array(self, ty: types.Array, desc):
+    def _adopt_array(self, ty: types.Array, desc, gpu: bool):
         """A Numba array (NRT-owned) over a memref the MLIR code allocated."""
         builder, context = self.builder, self.context
         allocated = builder.extract_value(desc, 0)
@@ -214,7 +204,7 @@ class EntryCallLower(lowering.Lower):
         manage = cgutils.get_or_insert_function(builder.module, manage_ty, _MANAGE_MEMORY)
         dtor_ty = llir.FunctionType(llir.VoidType(), [_I8P])
         dtor = builder.bitcast(cgutils.get_or_insert_function(
-            builder.module, dtor_ty, array_destructor_symbol(self.jitted.gpu)), _I8P)
+            builder.module, dtor_ty, array_destructor_symbol(gpu)), _I8P)
         meminfo = builder.call(manage, [allocated, dtor])
         data = builder.gep(builder.bitcast(aligned, context.get_data_type(ty.dtype).as_pointer()),
                            [offset])
@@ -227,3 +217,23 @@ class EntryCallLower(lowering.Lower):
         populate_array(ary, data=data, shape=shape, strides=strides,
                        itemsize=llir.Constant(_I64, itemsize), meminfo=meminfo)
         return ary._getvalue()
+
+
+class EntryCallLower(EntryCalls, lowering.Lower):
+    """Lowers the function as one call to the JIT-ed MLIR entry."""
+
+    def __init__(self, context, library, fndesc, func_ir, metadata=None, *, compiled):
+        super().__init__(context, library, fndesc, func_ir, metadata=metadata)
+        self.compiled = compiled
+
+    def lower_normal_function(self, fndesc):
+        self.setup_function(fndesc)
+        args = self.extract_function_arguments()
+        if self.compiled.jitted is None:
+            self.call_conv.return_user_exc(self.builder, CompileOnlyError, (
+                f"{fndesc.qualname} was compiled with target 'compile-only': its GPU code "
+                "was built (see numba_mlir_gpu.inspect_ptx) but nothing runs",))
+            return
+        retval = self.call_entry(self.compiled, fndesc.argtypes, args, fndesc.restype)
+        self.call_conv.return_value(
+            self.builder, self.context.get_return_value(self.builder, fndesc.restype, retval))

@@ -128,9 +128,13 @@ class _Worker:
                 self.kill()
 
 
-def worker_env(target: str) -> dict:
+def worker_env(target: str, fallback: bool = False) -> dict:
+    """The workers' environment. The fallback to Numba's lowering of host
+    code is off unless asked for: the suites' figures count what MLIR alone
+    compiles."""
     env = dict(os.environ)
     env["NUMBA_MLIR_GPU_TARGET"] = target
+    env["NUMBA_MLIR_GPU_FALLBACK"] = "1" if fallback else "0"
     env["SUBPROC_TEST"] = "1"        # enables Numba's @needs_subprocess classes
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONFAULTHANDLER", "1")
@@ -139,13 +143,13 @@ def worker_env(target: str) -> dict:
 
 def run_tests(test_ids: list[str], target: str, jobs: int, timeout: float,
               log_dir: Optional[Path] = None, progress: bool = False,
-              budget: Optional[float] = None) -> dict[str, dict]:
+              budget: Optional[float] = None, fallback: bool = False) -> dict[str, dict]:
     """Run the tests in `jobs` workers. Past `budget` seconds no test is
     started any more: the rest are recorded as not run."""
     queue = collections.deque(test_ids)
     results: dict[str, dict] = {}
     lock = threading.Lock()
-    env = worker_env(target)
+    env = worker_env(target, fallback)
     start = time.monotonic()
 
     def slot(index: int) -> None:
@@ -225,13 +229,16 @@ def top_reasons(results: dict[str, dict], test_ids: list[str], count: int = 20) 
     return [{"outcome": o, "reason": r, "tests": n} for (o, r), n in counter.most_common(count)]
 
 
-def result_document(test_ids, results, target: str, seconds: float, na: dict) -> dict:
+def result_document(test_ids, results, target: str, seconds: float, na: dict,
+                    fallback: bool = False) -> dict:
     import numba
+    command = COMMAND if target == "cpu" else f"NUMBA_MLIR_GPU_TARGET={target} {COMMAND}"
     return {
         "numba_version": numba.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "target": target,
-        "command": COMMAND if target == "cpu" else f"NUMBA_MLIR_GPU_TARGET={target} {COMMAND}",
+        "fallback": fallback,
+        "command": command + (" --fallback" if fallback else ""),
         "seconds": round(seconds),
         "not_applicable_entries": len(na),
         "modules": summarize(test_ids, results),
@@ -328,7 +335,7 @@ def part_ids(part: tuple) -> list[str]:
 
 def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout: float = 300,
         log_dir=None, progress=False, part: Optional[tuple] = None,
-        budget: Optional[float] = None) -> dict:
+        budget: Optional[float] = None, fallback: bool = False) -> dict:
     """Run the selected tests (or `part`); the result document (see result_document)."""
     ids = part_ids(part) if part else select_tests(modules, classes)[1]
     na = not_applicable()
@@ -338,8 +345,8 @@ def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout:
     start = time.monotonic()
     results = {t: {"id": t, "outcome": NOT_APPLICABLE, "reason": na[t]} for t in ids if t in na}
     results.update(run_tests([t for t in ids if t not in na], target, jobs, timeout,
-                             log_dir, progress, budget))
-    return result_document(ids, results, target, time.monotonic() - start, na)
+                             log_dir, progress, budget, fallback))
+    return result_document(ids, results, target, time.monotonic() - start, na, fallback)
 
 
 def main(argv=None) -> int:
@@ -361,13 +368,18 @@ def main(argv=None) -> int:
                              "(only for a full run)")
     parser.add_argument("--json", type=Path, help="write the result document here")
     parser.add_argument("--log-dir", type=Path, help="keep each worker's stderr here")
+    parser.add_argument("--fallback", action="store_true",
+                        help="with Numba's lowering of host code MLIR does not cover "
+                             "(frontend/fallback.py); off by default")
     args = parser.parse_args(argv)
-    if args.write and (args.module or args.classes or args.part):
-        parser.error("--write records the full suite; leave out --module/--class")
+    if args.write and (args.module or args.classes or args.part or args.fallback):
+        parser.error("--write records the full suite through MLIR alone; leave out "
+                     "--module/--class/--fallback (use --json for other runs)")
     if args.log_dir:
         args.log_dir.mkdir(parents=True, exist_ok=True)
     doc = run(args.module, args.classes, args.target, args.jobs, args.timeout, args.log_dir,
-              progress=True, part=CI_PART if args.part == "ci" else None, budget=args.budget)
+              progress=True, part=CI_PART if args.part == "ci" else None, budget=args.budget,
+              fallback=args.fallback)
     if args.baseline:
         if args.part != "ci":
             parser.error("--baseline records the CI part; add --part ci")
