@@ -37,6 +37,7 @@ from numba.core.dispatcher import _DispatcherBase
 
 from ..api import pipeline_for
 from ..lowering.errors import MLIRCompilationError, UnsupportedConstructError
+from ..frontend.fallback import HostLower
 from ..frontend.pipeline import MLIRGPUPipeline, MLIRLowering
 from ..frontend.wrapper import EntryCallLower
 
@@ -68,6 +69,7 @@ class TestRecord:
     """What one test made the compiler do."""
     ours_compiles: int = 0          # top-level compilations given to MLIRGPUPipeline
     ours_lowered: int = 0           # ... whose MLIR lowering completed
+    ours_fallbacks: int = 0         # ... of which Numba lowered the host code (fallback.py)
     reference_compiles: int = 0
     nested_native: int = 0
     violations: list = field(default_factory=list)
@@ -154,7 +156,9 @@ class Interceptor:
             return original_native(pass_, state)
 
         def lower(lowerer):
-            if not isinstance(lowerer, EntryCallLower):
+            if isinstance(lowerer, HostLower):      # the fallback (--fallback): ours too
+                icpt._note("ours_fallbacks")
+            elif not isinstance(lowerer, EntryCallLower):
                 mode = icpt.current_mode()
                 if mode == OURS or mode is None:
                     icpt._note("violations", f"Numba's native lowering ({type(lowerer).__name__}) "
