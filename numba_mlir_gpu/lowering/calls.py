@@ -61,7 +61,9 @@ def _accepts(py_func, nargs: int) -> bool:
     return True
 
 
-def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
+def call_jitted(lw, py_func, argtypes: tuple, args: list, expr, restype):
+    """Call `py_func` lowered for `argtypes`; the result as a value of
+    `restype`, the type Numba gave the call."""
     if expr.kws:
         kws = {name: lw.read(var) for name, var in expr.kws}
         args = fold_arguments(py_func, args, kws, argtypes)
@@ -85,7 +87,11 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr):
     status = call.results[0]
     lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
     results = list(call.results[1:])
-    return _rebuild(callee.restype, results, expr.loc)
+    # The callee returns what its body computes (typed_ir infers the return
+    # type); a dispatcher compiled for an explicit signature (`i4(i8)` of a
+    # body computing int64) returns the declared type, which the call is
+    # typed with: convert as that dispatcher's own return would.
+    return cast(_rebuild(callee.restype, results, expr.loc), callee.restype, restype)
 
 
 def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:

@@ -7,6 +7,7 @@ from .._mlir import arith, ir
 from .build import cmpf, cmpi, const
 from .errors import UnsupportedConstructError
 from .types import is_scalar, scalar_type
+from .values import TupleValue
 
 
 def _unliteral(ty: types.Type) -> types.Type:
@@ -23,12 +24,16 @@ def truth(value: ir.Value, ty: types.Type) -> ir.Value:
     return cmpi("ne", value, const(ty, 0))
 
 
-def cast(value: ir.Value, fromty: types.Type, toty: types.Type) -> ir.Value:
+def cast(value, fromty: types.Type, toty: types.Type):
+    """`value` of `fromty` as a value of `toty`: scalars converted as Numba's
+    `context.cast` does, tuples item by item, other values as they are."""
     fromty, toty = _unliteral(fromty), _unliteral(toty)
+    if isinstance(value, TupleValue):
+        return _cast_tuple(value, toty)
     if fromty == toty:
         return value
     if not (is_scalar(fromty) and is_scalar(toty)):
-        return value          # compound values keep their representation
+        return value          # arrays and compile-time values keep their representation
     if isinstance(toty, types.Boolean):
         return truth(value, fromty)
     target = scalar_type(toty)
@@ -55,6 +60,19 @@ def cast(value: ir.Value, fromty: types.Type, toty: types.Type) -> ir.Value:
     if toty.bitwidth < fromty.bitwidth:
         return arith.TruncFOp(target, value).result
     return value
+
+
+def _cast_tuple(value: TupleValue, toty: types.Type):
+    """A tuple's items converted one by one. The tuple's own type, not the
+    variable's, says what its items are: a tuple returned by a function
+    whose signature declares another tuple type (`UniTuple(i4, 2)` of a body
+    computing int64s) holds the items the body computed."""
+    if not isinstance(toty, types.BaseTuple) or len(toty) != len(value.items) \
+            or value.type == toty:
+        return value
+    items = [cast(item, ity, rty)
+             for item, ity, rty in zip(value.items, value.type.types, toty.types)]
+    return TupleValue(items, toty)
 
 
 def float_operands(args, sig, expr) -> list:

@@ -14,7 +14,7 @@ from .errors import UnsupportedConstructError
 from .indexing import load_item, static_index
 from .registry import expr_rules, inplace_array_rules
 from .types import is_scalar
-from .values import ArrayValue, TupleValue
+from .values import ArrayValue, IterPair, TupleValue
 
 
 def _result(lw, value, fromty, target):
@@ -144,7 +144,13 @@ def lower_getiter(lw, expr, target):
 
 @expr_rules.register("iternext")
 def lower_iternext(lw, expr, target):
-    return iteration.iternext(lw, lw.read(expr.value), expr)
+    """The pair's value as the type Numba gives it: a range counts in int64
+    whatever its Numba type, and `range(n)` of an int32 `n` (an argument
+    declared `i4`) yields int32 values."""
+    it = lw.read(expr.value)
+    pair = iteration.iternext(lw, it, expr)
+    first = lw.typeof(target).first_type
+    return IterPair(casts.cast(pair.value, iteration.item_type(it), first), pair.valid)
 
 
 @expr_rules.register("pair_first")

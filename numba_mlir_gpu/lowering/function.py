@@ -357,7 +357,7 @@ class FunctionLowerer:
                     for a in args)))
         implementation = calls.jitted_implementation(self, expr, sig)
         if implementation is not None:
-            return calls.call_jitted(self, *implementation, args, expr)
+            return calls.call_jitted(self, *implementation, args, expr, sig.return_type)
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def binop(self, fn, lhs, rhs, sig, expr):

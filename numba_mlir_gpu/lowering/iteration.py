@@ -63,17 +63,19 @@ def iternext(lw, it, expr):
     if isinstance(it, EnumerateIter):
         item = iternext(lw, it.inner, expr)
         index = iternext(lw, it.count, expr).value
-        ty = types.Tuple([types.intp, _item_type(it.inner)])
+        ty = types.Tuple([types.intp, item_type(it.inner)])
         return IterPair(TupleValue([index, item.value], ty), item.valid)
     raise UnsupportedConstructError("this iterator", expr.loc)
 
 
-def _item_type(it) -> types.Type:
+def item_type(it) -> types.Type:
+    """The Numba type of the values `it` yields as our lowering builds them
+    (a range counts in int64 whatever its Numba type)."""
     if isinstance(it, RangeIter):
         return types.int64
     if isinstance(it, ArrayIter):
         return it.item_type
-    return types.Tuple([types.intp, _item_type(it.inner)])
+    return types.Tuple([types.intp, item_type(it.inner)])
 
 
 def _array_item(lw, it: ArrayIter, index, valid, expr):

@@ -191,7 +191,12 @@ def _in_result_type(args, sig):
 
 @unary_rules.register(operator.neg)
 def neg(lw, args, sig, expr):
-    _scalar_sig(sig, expr)
+    """Numba negates an integer in its own type, then widens (-uint8(3) is
+    253, not 2**64 - 3); a boolean is widened first (-True is -1)."""
+    ty = _scalar_sig(sig, expr)
+    if isinstance(ty, types.Integer):
+        negated = arith.SubIOp(const(ty, 0), args[0]).result
+        return cast(negated, ty, sig.return_type)
     value, ty = _in_result_type(args, sig)
     if isinstance(ty, types.Float):
         return arith.NegFOp(value).result
