@@ -223,3 +223,110 @@ def test_loops_of_a_fallback_function_are_gpu_kernels_without_a_gpu():
     ptx = inspect_ptx(f)
     assert len(ptx) == 2 and all(".entry" in text for text in ptx)
     assert all(text.startswith("// numba-mlir-gpu: host code lowered by Numba") for text in ptx)
+
+
+# -- host arrays resident on the GPU across a fallback function's loops ---------
+
+def two_loops_on_one_array(x):
+    weights = {"a": 2.0}
+    w = weights["a"]
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * w
+    for i in prange(x.shape[0]):
+        out[i] += x[i]
+    return out
+
+
+def two_loops_returning_a_tuple(x):
+    weights = {"a": 2.0}
+    w = weights["a"]
+    out = np.zeros_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * w
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += out[i]
+    return s, out
+
+
+def host_read_between_loops(x):
+    weights = {"a": 1.0}
+    c = weights["a"]
+    out = np.zeros_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] + c
+    first = out[0]
+    for i in prange(x.shape[0]):
+        out[i] += first
+    return out
+
+
+def raise_between_loops(x, n):
+    weights = {"a": 3.0}
+    c = weights["a"]
+    out = np.zeros_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * c
+    if n > 0:
+        raise ValueError("n is positive")
+    for i in prange(x.shape[0]):
+        out[i] += 1.0
+    return out
+
+
+def temporary_in_a_host_loop(x, steps):
+    weights = {"a": 1.0}
+    c = weights["a"]
+    total = 0.0
+    for step in range(steps):
+        tmp = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            tmp[i] = x[i] * (step + c)
+        s = 0.0
+        for i in prange(x.shape[0] - 1):      # not fused with the loop above
+            s += tmp[i + 1]
+        total += s
+    return total
+
+
+def _resident(fn, target, *args):
+    f = ours(fn, target)
+    f(*args)
+    return inspect_path(f).resident
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_arrays_only_passed_along_stay_on_the_gpu(target):
+    x = RNG.random(1001)
+    check(two_loops_on_one_array, x, target=target)
+    expected = {"x": False, "out": True} if target == "gpu" else {}
+    assert _resident(two_loops_on_one_array, target, x) == expected
+    check(two_loops_returning_a_tuple, x, target=target, rtol=1e-12)
+    expected = {"x": False, "out": True} if target == "gpu" else {}
+    assert _resident(two_loops_returning_a_tuple, target, x) == expected
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_array_the_host_reads_between_loops_is_copied_per_loop(target):
+    x = RNG.random(515)
+    check(host_read_between_loops, x, target=target)
+    assert "out" not in _resident(host_read_between_loops, target, x)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_raising_between_loops_releases_the_device_copies(target):
+    x = RNG.random(300)
+    f = ours(raise_between_loops, target)
+    for _ in range(3):
+        with pytest.raises(ValueError, match="n is positive"):
+            f(x, 1)
+    np.testing.assert_array_equal(f(x, 0), x * 3.0 + 1.0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_temporary_made_in_a_host_loop(target):
+    x = RNG.random(777)
+    check(temporary_in_a_host_loop, x, 4, target=target, rtol=1e-12)
+    expected = {"x": False, "tmp": True} if target == "gpu" else {}
+    assert _resident(temporary_in_a_host_loop, target, x, 4) == expected

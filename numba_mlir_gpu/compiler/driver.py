@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from numba.core import config as numba_config
+
 from .. import parallel, rules  # noqa: F401  (register the parfor statement and the rules)
 from .._mlir import ir
 from ..lowering import ModuleLowering
@@ -74,7 +76,7 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
     with context, ir.Location.unknown():
         module = ir.Module.create()
         mlower = ModuleLowering(module, strategy_for(choice), state.typingctx, state.targetctx,
-                                typed_ir)
+                                typed_ir, boundscheck=_boundscheck(state.flags))
         lowerer = mlower.lower_entry(state, name)
         try:
             module.operation.verify()
@@ -83,6 +85,13 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
                 f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
             ) from None
     return context, module, lowerer.plan, mlower.exceptions.entries
+
+
+def _boundscheck(flags) -> bool:
+    """NUMBA_BOUNDSCHECK (0 or 1) wins over the njit option, as in Numba."""
+    if numba_config.BOUNDSCHECK is not None:
+        return bool(numba_config.BOUNDSCHECK)
+    return bool(flags.boundscheck)
 
 
 def compile_state(state, typed_ir: Callable) -> CompiledFunction:

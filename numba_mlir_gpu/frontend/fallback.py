@@ -31,8 +31,11 @@ from numba.parfors.parfor import Parfor
 from numba.parfors.parfor_lowering import ParforLower
 
 from ..compiler.driver import CompiledFunction, compile_state
+from ..lowering.argument_writes import written_arguments
 from ..lowering.errors import UnsupportedConstructError
+from ..targets.choice import choose_target
 from ..runtime.device_arrays import DeviceArrayType
+from .residency import METADATA, DeviceMirrors, device_type, resident_candidates
 from .wrapper import CompileOnlyError, EntryCalls
 
 ENV_FALLBACK = "NUMBA_MLIR_GPU_FALLBACK"
@@ -71,6 +74,8 @@ class CompiledPath:
     path: str                                  # "mlir" (whole function) or "fallback"
     reason: Optional[str] = None               # the construct that sent it to the fallback
     loops: list[LoopPath] = field(default_factory=list)
+    # host arrays kept on the GPU across the loops (residency.py): name -> written
+    resident: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         if self.path == "mlir":
@@ -109,31 +114,83 @@ class FallbackFunction:
 def compile_loops(state, typed_ir: Callable, reason: str) -> CompiledPath:
     """Compile each top-level parfor of `state` through MLIR and hook it
     into Numba's parfor lowering; the host code is checked for reads of GPU
-    arrays, which Numba's code cannot make."""
+    arrays, which Numba's code cannot make. On the GPU, host arrays the host
+    code only passes along stay on the device across the loops
+    (residency.py)."""
     _refuse_host_reads_of_device_arrays(state, reason)
+    parfors = _top_level_parfors(state.func_ir)
+    interfaces = [_interface(state.func_ir, parfor) for parfor in parfors]
+    resident = _resident_candidates(state, parfors, interfaces)
+    try:
+        return _compile_loops(state, typed_ir, reason, parfors, interfaces, resident)
+    except _LoopOnCPU:
+        # a loop Numba runs on the CPU needs the host's arrays current
+        return _compile_loops(state, typed_ir, reason, parfors, interfaces, set())
+
+
+class _LoopOnCPU(Exception):
+    pass
+
+
+def _compile_loops(state, typed_ir, reason: str, parfors: list, interfaces: list,
+                   resident: set) -> CompiledPath:
     allow_cpu = state.get("numba_mlir_gpu_unsupported_loops") == "cpu"
-    loops = []
-    for parfor in _top_level_parfors(state.func_ir):
-        inputs, outputs = _interface(state.func_ir, parfor)
+    loops, written = [], {name: False for name in resident}
+    for parfor, (inputs, outputs) in zip(parfors, interfaces):
         loop = LoopPath(parfor.loc.line if parfor.loc else None, inputs, outputs, None)
+        loop_state = _loop_state(state, parfor, inputs, outputs, resident)
         try:
-            loop.compiled = compile_state(_loop_state(state, parfor, inputs, outputs), typed_ir)
+            loop.compiled = compile_state(loop_state, typed_ir)
         except UnsupportedConstructError as exc:
             if not allow_cpu or _reads_device_arrays(state.typemap, inputs):
                 raise
+            if resident & set(inputs):
+                raise _LoopOnCPU() from None
             loop.reason = exc.construct
             warnings.warn(FallbackWarning(
                 f"numba-mlir-gpu: the parallel loop at line {loop.line} runs with Numba's CPU "
                 f"lowering (unsupported_loops='cpu'): {exc.construct}", loc=parfor.loc))
         else:
             parfor.lowerer = functools.partial(_call_loop, loop)
+            for index in written_arguments(loop_state.func_ir):
+                if inputs[index] in written:
+                    written[inputs[index]] = True
         loops.append(loop)
-    return CompiledPath("fallback", reason, loops)
+    return CompiledPath("fallback", reason, loops, written)
+
+
+def _resident_candidates(state, parfors: list, interfaces: list) -> set[str]:
+    """Host arrays to keep on the GPU: only where the loops run there, and
+    none where a loop hands an array back to the host code."""
+    choice = choose_target(state.get("numba_mlir_gpu_target"))
+    if not (choice.builds_gpu_code and choice.runs):
+        return set()
+    if any(isinstance(state.typemap[n], types.Array) for _, outputs in interfaces
+           for n in outputs):
+        return set()
+    assigned = set().union(*(_assigned(p) for p in parfors)) if parfors else set()
+    return resident_candidates(state.func_ir, state.typemap,
+                               [set(inputs) for inputs, _ in interfaces], assigned, parfors)
 
 
 class HostLower(EntryCalls, ParforLower):
     """Numba's lowering of the host code; parfors call their MLIR functions
-    through the `lowerer` compile_loops gave them."""
+    through the `lowerer` compile_loops gave them. Resident arrays get their
+    device copies where the host code defines them and give them up before
+    the host code drops them, returns or raises."""
+
+    def __init__(self, *args, resident: Optional[dict] = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mirrors = DeviceMirrors(resident or {})
+
+    def lower_inst(self, inst):
+        if isinstance(inst, (ir.Return, ir.StaticRaise, ir.DynamicRaise, ir.Raise)):
+            self.mirrors.release_all(self)
+        elif isinstance(inst, ir.Del) and inst.value in self.mirrors:
+            self.mirrors.release(self, inst.value)
+        super().lower_inst(inst)
+        if isinstance(inst, ir.Assign) and inst.target.name in self.mirrors:
+            self.mirrors.make(self, inst.target.name)
 
 
 # -- outlining ------------------------------------------------------------------
@@ -176,14 +233,18 @@ def _assigned(parfor: Parfor) -> set[str]:
     return names
 
 
-def _loop_state(state, parfor: Parfor, inputs: list[str], outputs: list[str]) -> StateDict:
-    """A compiler state whose function is the loop alone."""
+def _loop_state(state, parfor: Parfor, inputs: list[str], outputs: list[str],
+                resident: set) -> StateDict:
+    """A compiler state whose function is the loop alone; `resident` arrays
+    come to it as device arrays."""
     scope, loc = parfor.init_block.scope, parfor.loc
     block = ir.Block(scope, loc)
     for i, name in enumerate(inputs):
         block.append(ir.Assign(ir.Arg(name, i, loc), ir.Var(scope, name, loc), loc))
     block.append(parfor)
     typemap = dict(state.typemap)
+    for name in resident & set(inputs):
+        typemap[name] = device_type(typemap[name])
     results = ir.Var(scope, "$loop_results", loc)
     block.append(ir.Assign(ir.Expr.build_tuple([ir.Var(scope, n, loc) for n in outputs], loc),
                            results, loc))
@@ -198,7 +259,7 @@ def _loop_state(state, parfor: Parfor, inputs: list[str], outputs: list[str]) ->
     # derive keeps the host's definitions: an input is an argument here
     loop.func_ir._definitions = build_definitions(loop.func_ir.blocks)
     loop.typemap = typemap
-    loop.args = tuple(state.typemap[n] for n in inputs)
+    loop.args = tuple(typemap[n] for n in inputs)
     loop.return_type = restype
     return loop
 
@@ -213,8 +274,11 @@ def _call_loop(loop: LoopPath, lowerer: HostLower, parfor: Parfor) -> None:
                 "compiled with target 'compile-only': its GPU code was built but nothing "
                 "runs",))
         return
-    argtypes = [lowerer.typeof(n) for n in loop.inputs]
-    args = [lowerer.loadvar(n) for n in loop.inputs]
+    mirrors = lowerer.mirrors
+    argtypes = [mirrors.type_of(lowerer, n) if n in mirrors else lowerer.typeof(n)
+                for n in loop.inputs]
+    args = [mirrors.load(lowerer, n) if n in mirrors else lowerer.loadvar(n)
+            for n in loop.inputs]
     restype = types.Tuple([lowerer.typeof(n) for n in loop.outputs])
     results = lowerer.call_entry(loop.compiled, argtypes, args, restype)
     for i, name in enumerate(loop.outputs):
@@ -222,10 +286,6 @@ def _call_loop(loop: LoopPath, lowerer: HostLower, parfor: Parfor) -> None:
 
 
 # -- what host code may do with GPU arrays ----------------------------------------
-
-# Expressions that read a GPU array's metadata (its struct), not its memory.
-_METADATA = {"shape", "ndim", "size", "dtype", "strides", "itemsize", "layout"}
-
 
 def _reads_device_arrays(typemap, names) -> bool:
     return any(isinstance(typemap.get(n), DeviceArrayType) for n in names)
@@ -255,7 +315,7 @@ def _only_moves(value, typemap) -> bool:
     if not isinstance(value, ir.Expr):
         return False
     if value.op == "getattr":
-        return value.attr in _METADATA
+        return value.attr in METADATA
     return value.op in ("build_tuple", "cast", "exhaust_iter", "static_getitem") and not (
         value.op == "static_getitem" and isinstance(typemap.get(value.value.name),
                                                     DeviceArrayType))

@@ -51,7 +51,7 @@ class MLIRLowering(LoweringPass):
         with targetctx.push_code_library(library):
             if isinstance(compiled, FallbackFunction):
                 lower = HostLower(targetctx, library, fndesc, state.func_ir,
-                                  metadata=state.metadata)
+                                  metadata=state.metadata, resident=compiled.path.resident)
             else:
                 lower = EntryCallLower(targetctx, library, fndesc, state.func_ir,
                                        metadata=state.metadata, compiled=compiled)

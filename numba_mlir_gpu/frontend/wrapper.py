@@ -25,7 +25,7 @@ _I8P = llir.IntType(8).as_pointer()
 _I64 = llir.IntType(64)
 
 
-_MANAGE_MEMORY = "numba_mlir_gpu_NRT_manage_memory"
+MANAGE_MEMORY = "numba_mlir_gpu_NRT_manage_memory"
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,7 +36,7 @@ def _register_nrt_manage_memory() -> None:
     from llvmlite import binding as ll
     get_api = ctypes.CFUNCTYPE(ctypes.c_void_p)(_nrt_python.c_helpers["get_api"])
     table = ctypes.cast(get_api(), ctypes.POINTER(ctypes.c_void_p))
-    ll.add_symbol(_MANAGE_MEMORY, table[2])
+    ll.add_symbol(MANAGE_MEMORY, table[2])
 
 
 _register_nrt_manage_memory()
@@ -201,7 +201,7 @@ class EntryCalls:
         offset = builder.extract_value(desc, 2)
         itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
         manage_ty = llir.FunctionType(_I8P, [_I8P, _I8P])
-        manage = cgutils.get_or_insert_function(builder.module, manage_ty, _MANAGE_MEMORY)
+        manage = cgutils.get_or_insert_function(builder.module, manage_ty, MANAGE_MEMORY)
         dtor_ty = llir.FunctionType(llir.VoidType(), [_I8P])
         dtor = builder.bitcast(cgutils.get_or_insert_function(
             builder.module, dtor_ty, array_destructor_symbol(gpu)), _I8P)

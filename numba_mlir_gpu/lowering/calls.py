@@ -33,18 +33,28 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
         candidates, args = fnty.templates, tuple(sig.args)
     else:
         return None
+    # The call's signature lists omitted arguments (`side` of
+    # np.searchsorted(a, v)) as Omitted types, which an @overload's typing
+    # function may not accept: it was typed without them.
+    given = list(args)
+    while given and isinstance(given[-1], types.Omitted):
+        given.pop()
+    omitted = tuple(args[len(given):])
     for template_cls in candidates:
         if not hasattr(template_cls, "_get_impl"):
             continue
-        try:
-            dispatcher_type, impl_args = template_cls(lw.mlower.typingctx)._get_impl(args, {})
-        except Exception:    # noqa: BLE001  (not this template's signature)
-            continue
-        if dispatcher_type is None:
-            continue
-        dispatcher = getattr(dispatcher_type, "dispatcher", dispatcher_type)
-        if _accepts(dispatcher.py_func, len(impl_args)):
-            return dispatcher.py_func, tuple(impl_args)
+        for tried, rest in ((tuple(args), ()), (tuple(given), omitted))[:2 if omitted else 1]:
+            try:
+                dispatcher_type, impl_args = template_cls(lw.mlower.typingctx)._get_impl(
+                    tried, {})
+            except Exception:    # noqa: BLE001  (not this template's signature)
+                continue
+            if dispatcher_type is None:
+                continue
+            dispatcher = getattr(dispatcher_type, "dispatcher", dispatcher_type)
+            impl_args = tuple(impl_args) + rest
+            if _accepts(dispatcher.py_func, len(impl_args)):
+                return dispatcher.py_func, impl_args
     return None
 
 

@@ -21,3 +21,9 @@ class UnsupportedConstructError(errors.UnsupportedError):
 
 class MLIRCompilationError(errors.NumbaError):
     """MLIR rejected the module we generated (a bug in this package)."""
+
+
+def user_name(name: str) -> str:
+    """The source variable of an SSA-versioned name ('acc.2' -> 'acc');
+    Numba's temporaries ('$12load') as they are."""
+    return name if name.startswith("$") else name.partition(".")[0]

@@ -14,7 +14,7 @@ from .errors import UnsupportedConstructError
 from .indexing import load_item, static_index
 from .registry import expr_rules, inplace_array_rules
 from .types import is_scalar
-from .values import ArrayValue, IterPair, TupleValue
+from .values import ArrayValue, FlatValue, IterPair, TupleValue
 
 
 def _result(lw, value, fromty, target):
@@ -84,8 +84,12 @@ def lower_static_getitem(lw, expr, target):
 
 
 def _item(lw, value, index, index_ty, expr, target):
+    if isinstance(value, FlatValue):
+        item = load_item(lw, value, index, index_ty, expr.loc, name=expr.value.name)
+        return _result(lw, item, value.array.type.dtype, target)
     if isinstance(value, ArrayValue):
-        item = load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target))
+        item = load_item(lw, value, index, index_ty, expr.loc, lw.typeof(target),
+                         name=expr.value.name)
         if isinstance(item, ArrayValue):
             return item
         return _result(lw, item, value.type.dtype, target)

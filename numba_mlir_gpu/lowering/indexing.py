@@ -9,15 +9,19 @@ The slice arithmetic they share is here.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from numba.core import types
 
-from .._mlir import arith, ir
-from .arrays import load_element, store_element
+from .._mlir import arith, ir, scf
+from .arrays import load_element, shape_of, size_of, store_element
 from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
 from .casts import cast
-from .errors import UnsupportedConstructError
+from .errors import UnsupportedConstructError, user_name
+from .loops import delinearize
 from .registry import getitem_rules, setitem_rules
-from .values import ArrayValue, SliceValue, TupleValue
+from .types import scalar_type
+from .values import ArrayValue, FlatValue, SliceValue, TupleValue
 
 ELEMENT, VIEW, ADVANCED = "element", "view", "advanced"
 
@@ -167,15 +171,27 @@ def _rule(registry, kind: str, index_ty, loc):
     return rule
 
 
-def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None):
+def flat_indices(flat: FlatValue, index, index_ty) -> list:
+    """The array's indices of position `index` of `a.flat` (C order;
+    negative counts from the end, as for a Python sequence)."""
+    k = cast(index, types.unliteral(index_ty), types.int64)
+    wrapped = arith.AddIOp(k, size_of(flat.array)).result
+    k = select(cmpi("slt", k, const_i64(0)), wrapped, k)
+    return delinearize(to_index(k), shape_of(flat.array))
+
+
+def load_item(lw, array: ArrayValue, index, index_ty, loc, result_ty=None,
+              name: Optional[str] = None):
     """`array[index]`: an element, or what the rule of the index's kind
-    makes (a view, a gathered copy)."""
+    makes (a view, a gathered copy). `name`: the array's variable."""
+    if isinstance(array, FlatValue):
+        return _flat_element(lw, array, index, index_ty, loc, load=True, name=name)
     kind = index_kind(index_ty, array.type.ndim)
     if kind != ELEMENT:
         return _rule(getitem_rules, kind, index_ty, loc)(lw, array, index, index_ty,
                                                          result_ty, loc)
     lw.target.check_element_access(lw, array, loc)
-    return load_element(array, element_indices(lw, array, index, index_ty, loc))
+    return checked_load(lw, array, element_indices(lw, array, index, index_ty, loc), name)
 
 
 def store_item(lw, target_var, index, index_ty, value_var) -> None:
@@ -189,6 +205,11 @@ def store_item(lw, target_var, index, index_ty, value_var) -> None:
 
 def _store_item(lw, target_var, index, index_ty, value_var) -> None:
     array = lw.read(target_var)
+    if isinstance(array, FlatValue):
+        value = lw.read_as(value_var, array.array.type.dtype)
+        _flat_element(lw, array, index, index_ty, target_var.loc, load=False, value=value,
+                      name=target_var.name)
+        return
     if not isinstance(array, ArrayValue):
         raise UnsupportedConstructError(
             f"item assignment to {lw.typeof(target_var.name)}", target_var.loc)
@@ -200,4 +221,69 @@ def _store_item(lw, target_var, index, index_ty, value_var) -> None:
             target_var.loc)
         return
     value = lw.read_as(value_var, array.type.dtype)
-    store_element(value, array, element_indices(lw, array, index, index_ty, target_var.loc))
+    checked_store(lw, value, array, element_indices(lw, array, index, index_ty, target_var.loc),
+                  target_var.name)
+
+
+def _flat_element(lw, flat: FlatValue, index, index_ty, loc, load: bool, value=None,
+                  name: Optional[str] = None):
+    """`a.flat[k]` read or written; an integer `k` only."""
+    if not isinstance(types.unliteral(index_ty), types.Integer):
+        raise UnsupportedConstructError(f"indexing an array's .flat with {index_ty}", loc)
+    lw.target.check_element_access(lw, flat.array, loc)
+    indices = flat_indices(flat, index, index_ty)
+    if load:
+        return checked_load(lw, flat.array, indices, name)
+    checked_store(lw, value, flat.array, indices, name)
+    return None
+
+
+# -- boundscheck=True ---------------------------------------------------------------
+# Numba's `boundscheck` option (or NUMBA_BOUNDSCHECK=1): an element index
+# outside the array raises IndexError, after the statement, from host code or
+# from a kernel (its status flag, exceptions.py); the access itself is
+# skipped, so a kernel never touches memory outside the array.
+
+OUT_OF_BOUNDS = "index is out of bounds"      # Numba's message
+
+
+def in_bounds(lw, array: ArrayValue, indices: list, name: Optional[str] = None):
+    """With boundscheck on, whether `indices` (wrapped) lie inside `array`
+    (variable `name`), the IndexError registered for when they do not; None
+    when unchecked."""
+    if not lw.mlower.boundscheck or not indices:
+        return None
+    ok = None
+    for axis, index in enumerate(indices):
+        inside = arith.CmpIOp(arith.CmpIPredicate.ult, index, dim(array.memref, axis)).result
+        ok = inside if ok is None else arith.AndIOp(ok, inside).result
+    outside = arith.XOrIOp(ok, const(types.boolean, 1)).result
+    message = OUT_OF_BOUNDS
+    if name is not None and not name.startswith("$"):
+        message += f" (array '{user_name(name)}')"
+    lw.errors.raise_if(lw, outside, lw.errors.code(IndexError, (message,)))
+    return ok
+
+
+def checked_load(lw, array: ArrayValue, indices: list, name: Optional[str] = None) -> ir.Value:
+    ok = in_bounds(lw, array, indices, name)
+    if ok is None:
+        return load_element(array, indices)
+    branch = scf.IfOp(ok, [scalar_type(array.type.dtype)], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([load_element(array, indices)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([const(array.type.dtype, 0)])
+    return branch.results[0]
+
+
+def checked_store(lw, value: ir.Value, array: ArrayValue, indices: list,
+                  name: Optional[str] = None) -> None:
+    ok = in_bounds(lw, array, indices, name)
+    if ok is None:
+        store_element(value, array, indices)
+        return
+    branch = scf.IfOp(ok)
+    with ir.InsertionPoint(branch.then_block):
+        store_element(value, array, indices)
+        scf.YieldOp([])

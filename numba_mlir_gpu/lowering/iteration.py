@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
-from .arrays import load_element
+from .arrays import load_element, size_of
 from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
 from .errors import UnsupportedConstructError
-from .indexing import VIEW
+from .indexing import VIEW, flat_indices
 from .registry import getitem_rules
 from .types import scalar_type
-from .values import (ArrayValue, EnumerateValue, IterPair, RangeIter, RangeValue,
-                     TupleValue)
+from .values import (ArrayValue, EnumerateValue, FlatValue, IterPair, RangeIter,
+                     RangeValue, TupleValue)
 
 
 @dataclass
@@ -23,6 +23,13 @@ class ArrayIter:
     range: RangeIter
     array: ArrayValue
     item_type: types.Type
+
+
+@dataclass
+class FlatIter:
+    """Iteration over `a.flat`: the elements in C order."""
+    range: RangeIter
+    flat: FlatValue
 
 
 @dataclass
@@ -42,6 +49,10 @@ def getiter(lw, value, ty, expr):
         stop = to_i64(dim(value.memref, 0))
         return ArrayIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None, expr),
                          value, item_ty)
+    if isinstance(value, FlatValue):
+        stop = size_of(value.array)
+        return FlatIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None, expr),
+                        value)
     if isinstance(value, EnumerateValue):
         count = getiter(lw, RangeValue(const_i64(0), const_i64(2 ** 62), const_i64(1)), None, expr)
         return EnumerateIter(getiter(lw, value.iterable, value.type, expr), count)
@@ -60,6 +71,11 @@ def iternext(lw, it, expr):
     if isinstance(it, ArrayIter):
         step = iternext(lw, it.range, expr)
         return IterPair(_array_item(lw, it, step.value, step.valid, expr), step.valid)
+    if isinstance(it, FlatIter):
+        step = iternext(lw, it.range, expr)
+        return IterPair(_guarded_load(it.flat.array, flat_indices(
+            it.flat, select(step.valid, step.value, const_i64(0)), types.int64), step.valid),
+            step.valid)
     if isinstance(it, EnumerateIter):
         item = iternext(lw, it.inner, expr)
         index = iternext(lw, it.count, expr).value
@@ -75,6 +91,8 @@ def item_type(it) -> types.Type:
         return types.int64
     if isinstance(it, ArrayIter):
         return it.item_type
+    if isinstance(it, FlatIter):
+        return it.flat.array.type.dtype
     return types.Tuple([types.intp, item_type(it.inner)])
 
 
@@ -88,9 +106,15 @@ def _array_item(lw, it: ArrayIter, index, valid, expr):
             raise UnsupportedConstructError(f"iterating over the rows of {it.array.type}",
                                             expr.loc)
         return row_view(lw, it.array, safe, types.intp, it.item_type, expr.loc)
-    branch = scf.IfOp(valid, [scalar_type(it.item_type)], has_else=True)
+    return _guarded_load(it.array, [to_index(index)], valid)
+
+
+def _guarded_load(array: ArrayValue, indices: list, valid) -> ir.Value:
+    """array[indices] where `valid`, else 0 (the indices may be past the end)."""
+    dtype = array.type.dtype
+    branch = scf.IfOp(valid, [scalar_type(dtype)], has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([load_element(it.array, [to_index(index)])])
+        scf.YieldOp([load_element(array, indices)])
     with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([const(it.item_type, 0)])
+        scf.YieldOp([const(dtype, 0)])
     return branch.results[0]

@@ -35,7 +35,9 @@ class ModuleLowering:
     typed_ir: Callable
     exceptions: ExceptionTable = field(default_factory=ExceptionTable)
     callees: dict = field(default_factory=dict)
+    boundscheck: bool = False       # Numba's boundscheck option (indexing.in_bounds)
     _in_progress: set = field(default_factory=set)
+    _started: int = 0        # callees numbered in the order they were started
 
     def lower_entry(self, state, name: str) -> FunctionLowerer:
         lowerer = FunctionLowerer(state, self, name, entry=True)
@@ -59,7 +61,8 @@ class ModuleLowering:
                 raise UnsupportedConstructError(
                     f"compiling the implementation {py_func.__qualname__} ({first_line})",
                     loc) from None
-            name = f"{py_func.__name__}_{len(self.callees)}_{'k' if in_kernel else 'h'}"
+            self._started += 1
+            name = f"{py_func.__name__}_{self._started}_{'k' if in_kernel else 'h'}"
             lowerer = FunctionLowerer(state, self, name, entry=False,
                                       parallel_depth=1 if in_kernel else 0)
             fn = lowerer.lower(self.module)

@@ -39,6 +39,12 @@ class TupleValue:
 
 
 @dataclass
+class FlatValue:
+    """`a.flat`: the elements of `array` in C order, indexed by one integer."""
+    array: ArrayValue
+
+
+@dataclass
 class PyValue:
     """A compile-time Python object: a module, function, dtype, constant."""
     obj: Any

@@ -27,7 +27,7 @@ from numba.parfors.parfor import Parfor
 from .._mlir import arith, ir, memref, scf
 from ..lowering.arrays import fill, load_element, shape_of, store_element
 from ..lowering.build import const_index, stack_copy
-from ..lowering.errors import UnsupportedConstructError
+from ..lowering.errors import UnsupportedConstructError, user_name
 from ..lowering.loops import (chunk_span, delinearize, flat_parallel, fold_in_order, parallel_for,
                               product)
 from ..lowering.types import memref_type
@@ -66,7 +66,7 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
         op = _OPERATORS.get(parfor.reddict[name].redop)
         if op is None or isinstance(ty.dtype, types.Boolean):
             raise UnsupportedConstructError(
-                f"the reduction of '{_user_name(name)}' ({ty}) with an operator other than "
+                f"the reduction of '{user_name(name)}' ({ty}) with an operator other than "
                 "+= -= *=", parfor.loc)
         array = lw.read(nir.Var(None, name, parfor.loc))
         reductions.append((name, array, Reduction(name, ty.dtype, op, 0 if op is operator.add
@@ -173,11 +173,6 @@ def _holds_arrays(ty) -> bool:
 def _fancy(index_type) -> bool:
     items = index_type.types if isinstance(index_type, types.BaseTuple) else [index_type]
     return any(isinstance(t, types.Array) for t in items)
-
-
-def _user_name(name: str) -> str:
-    """The source variable of an SSA-versioned name ('acc.2' -> 'acc')."""
-    return name if name.startswith("$") else name.partition(".")[0]
 
 
 def _private_copies(array: ArrayValue, chunks: ir.Value) -> ir.Value:

@@ -21,11 +21,11 @@ from numba.core import ir as nir
 from numba.core import types
 from numba.core.typing import signature
 
-from .._mlir import arith
+from .._mlir import arith, ir, scf
 from ..lowering.atomics import atomic_rmw, update_atomically
 from ..lowering.build import const
 from ..lowering.casts import cast
-from ..lowering.indexing import element_indices, static_index
+from ..lowering.indexing import element_indices, in_bounds, static_index
 from ..lowering.values import ArrayValue
 from .updates import Update
 
@@ -57,6 +57,17 @@ def _atomic(lw, update: Update) -> None:
         index, index_ty = static_index(lw, store.index, store.index_var)
     indices = element_indices(lw, array, index, index_ty, store.loc)
     operand = lw.read(update.operand)
+    ok = in_bounds(lw, array, indices, store.target.name)
+    if ok is None:
+        _update(lw, update, array, indices, operand)
+        return
+    branch = scf.IfOp(ok)
+    with ir.InsertionPoint(branch.then_block):
+        _update(lw, update, array, indices, operand)
+        scf.YieldOp([])
+
+
+def _update(lw, update: Update, array: ArrayValue, indices: list, operand) -> None:
     native = _native(lw, update, operand, array.type.dtype)
     if native is not None:
         atomic_rmw(*native, array, indices)

@@ -11,7 +11,7 @@ module: a rule that needs another operation looks it up in the registries.
     npufuncs      NumPy ufuncs on scalars without a math counterpart
     builtins      range/prange, enumerate, bool, int(), float(), np.float32(), ...
     arrays        array attributes, len, copies, np.empty/zeros/ones/full(_like)
-    views         slices, .T, transpose, reshape, ravel
+    views         slices, .T, .flat, transpose, reshape, ravel
     fancy         index arrays and masks
     elementwise   ufuncs and operators on arrays, with broadcasting
     array_builders  np.where, np.clip, .astype, layout changes

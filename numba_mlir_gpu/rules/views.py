@@ -23,7 +23,7 @@ from ..lowering.overlap import read_source
 from ..lowering.registry import (attr_rules, call_rules, getitem_rules, method_rules,
                                  setitem_rules)
 from ..lowering.types import strided_memref_type
-from ..lowering.values import ArrayValue, PyValue, SliceValue, TupleValue
+from ..lowering.values import ArrayValue, FlatValue, PyValue, SliceValue, TupleValue
 
 
 def _dynamic_offset() -> int:
@@ -163,6 +163,11 @@ def assign_view(lw, view: ArrayValue, value, value_ty, loc) -> None:
 
 
 # -- transpose, reshape, ravel ---------------------------------------------------
+
+@attr_rules.register((types.Array, "flat"))
+def attr_flat(lw, array, ty, expr):
+    return FlatValue(array)
+
 
 @attr_rules.register((types.Array, "T"))
 def attr_transpose(lw, array, ty, expr):
