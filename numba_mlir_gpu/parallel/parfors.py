@@ -29,6 +29,7 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
+from .races import refuse_colliding_stores
 from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
@@ -82,7 +83,9 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     # on every target, so the analysis is the same everywhere: where no
     # threads share an iteration, a nested parfor runs in order
     parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
-    # updates of elements that iterations may share: atomic (scatter.py)
+    # plain stores iterations provably share: refused (races.py); updates of
+    # elements they may share: atomic (scatter.py)
+    refuse_colliding_stores(lw, parfor)
     updates = atomic_updates(lw, parfor)
     with atomic_statements(lw, updates):
         _lower_parfor(lw, parfor, updates)

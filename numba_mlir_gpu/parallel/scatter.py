@@ -44,7 +44,7 @@ _ALLOCATORS = (np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_lik
 
 
 @dataclass
-class _Level:
+class Level:
     """One parfor around an update."""
     indices: list[str]          # its loop variables
     assigned: dict              # name -> [(body, position)] of its assignments in the body
@@ -54,12 +54,12 @@ def atomic_updates(lw, parfor: Parfor) -> list[Update]:
     """The updates in `parfor`'s body (nested parfors' too) whose element
     two iterations may share."""
     uses = variable_uses(lw.func_ir)
-    copies = _index_copies(parfor)
+    copies = index_copies(parfor)
     found = []
 
     def walk(level_parfor: Parfor, levels: list) -> None:
-        levels = levels + [_Level([n.index_variable.name for n in level_parfor.loop_nests],
-                                  _assignments(level_parfor.loop_body.values()))]
+        levels = levels + [Level([n.index_variable.name for n in level_parfor.loop_nests],
+                                  assignments(level_parfor.loop_body.values()))]
         nested = [stmt for block in level_parfor.loop_body.values() for stmt in block.body
                   if isinstance(stmt, Parfor)]
         blocks = list(level_parfor.loop_body.values()) + [p.init_block for p in nested]
@@ -72,12 +72,12 @@ def atomic_updates(lw, parfor: Parfor) -> list[Update]:
     return found
 
 
-def _assignments(blocks) -> dict:
+def assignments(blocks) -> dict:
     found: dict = {}
     for block in blocks:
         for pos, stmt in enumerate(block.body):
             if isinstance(stmt, Parfor):
-                inner = _assignments([stmt.init_block] + list(stmt.loop_body.values()))
+                inner = assignments([stmt.init_block] + list(stmt.loop_body.values()))
                 for name, places in inner.items():
                     found.setdefault(name, []).extend(places)
             elif isinstance(stmt, nir.Assign):
@@ -85,7 +85,7 @@ def _assignments(blocks) -> dict:
     return found
 
 
-def _index_copies(parfor: Parfor) -> dict:
+def index_copies(parfor: Parfor) -> dict:
     """name -> the loop variable it holds, for the loop variables of the
     parfor and its nested parfors and the variables only ever assigned a
     copy of one."""
@@ -96,7 +96,7 @@ def _index_copies(parfor: Parfor) -> dict:
         loops += [stmt for block in current.loop_body.values() for stmt in block.body
                   if isinstance(stmt, Parfor)]
     copies = {name: name for name in work}
-    assigned = _assignments(parfor.loop_body.values())
+    assigned = assignments(parfor.loop_body.values())
     changed = True
     while changed:
         changed = False
@@ -117,7 +117,7 @@ def _disjoint(lw, update: Update, levels: list, copies: dict) -> bool:
     """Can no two iterations of any of `levels` share the update's element?"""
     store, pos = update.store, update.position
     key = _built_elsewhere(Window(lw, update.body, pos).index(store, pos), levels[0].assigned)
-    return all(_covers(key, level, copies) or _own_array(lw, update.array, level, copies)
+    return all(_covers(key, level, copies) or own_array(lw, update.array, level, copies)
                for level in levels)
 
 
@@ -133,14 +133,14 @@ def _built_elsewhere(key, assigned: dict):
     return key
 
 
-def _covers(key, level: _Level, copies: dict) -> bool:
+def _covers(key, level: Level, copies: dict) -> bool:
     """Does the index `key` hold each loop variable of `level`?"""
     items = key[1] if key[0] == "tuple" else (key,)
     held = {copies.get(item[1]) for item in items if item[0] == "var"}
     return all(index in held for index in level.indices)
 
 
-def _own_array(lw, name: str, level: _Level, copies: dict) -> bool:
+def own_array(lw, name: str, level: Level, copies: dict) -> bool:
     """Is the array `name` made anew in each iteration of `level` (an
     allocation in its body, or a view taken there that covers the level)?"""
     places = level.assigned.get(name, [])
@@ -149,12 +149,12 @@ def _own_array(lw, name: str, level: _Level, copies: dict) -> bool:
     body, pos = places[0]
     value = body[pos].value
     if isinstance(value, nir.Var):
-        return _own_array(lw, value.name, level, copies)
+        return own_array(lw, value.name, level, copies)
     if not isinstance(value, nir.Expr):
         return False
     if value.op in ("getitem", "static_getitem"):
         key = Window(lw, body, pos).index(value, pos)
-        return _covers(key, level, copies) or _own_array(lw, value.value.name, level, copies)
+        return _covers(key, level, copies) or own_array(lw, value.value.name, level, copies)
     if value.op in ("arrayexpr", "binop", "unary"):
         return True                         # a new array
     if value.op == "call":
@@ -190,7 +190,7 @@ def privatizable(lw, parfor: Parfor, updates: list[Update]):
     may then give each group of threads a private copy (a histogram in
     shared memory); else None."""
     own = {id(block.body) for block in parfor.loop_body.values()}
-    assigned = _assignments(parfor.loop_body.values())
+    assigned = assignments(parfor.loop_body.values())
     kinds: dict = {}
     for update in updates:
         dtype = lw.typeof(update.array).dtype
