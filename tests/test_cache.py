@@ -102,3 +102,59 @@ def test_cache_entries_are_kept_apart_by_pipeline_and_target(tmp_path):
     assert other == {"pipeline_runs": 1, "result": "CompileOnlyError", "hits": 0}
     again = run("ours", "cpu")
     assert again == {"pipeline_runs": 0, "result": [1.0, 2.0, 3.0], "hits": 1}
+
+
+# -- faults: unreadable entries, several writers ---------------------------------
+
+def _cache_files(folder, suffix: str) -> list:
+    return sorted((folder / "cache").rglob(f"*{suffix}"))
+
+
+def _truncate(path) -> None:
+    path.write_bytes(path.read_bytes()[:100])
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "truncated index", "garbage index"])
+def test_an_unreadable_cache_entry_is_compiled_again(tmp_path, damage):
+    """A cache file cut short (a writer killed mid-write) or overwritten:
+    the next process warns, compiles again and rewrites the entry; the one
+    after loads it."""
+    (tmp_path / "cached_fn.py").write_text(MODULE.format(target="cpu"))
+    first = run_in_new_process(tmp_path)
+    if damage == "truncated data":
+        [path] = _cache_files(tmp_path, ".nbc")
+        _truncate(path)
+    else:
+        [path] = _cache_files(tmp_path, ".nbi")
+        if damage == "truncated index":
+            _truncate(path)
+        else:
+            path.write_text("garbage\n")
+    warned = RUN.replace('warnings.filterwarnings("error", message=".*[Cc]annot cache")',
+                         'warnings.simplefilter("always")')
+    again = run_in_new_process(tmp_path, warned)
+    assert again["pipeline_runs"] >= 1 and again["out"] == first["out"]
+    last = run_in_new_process(tmp_path)
+    assert last["pipeline_runs"] == 0 and last["hits"] == 1 and last["out"] == first["out"]
+
+
+def test_processes_filling_one_cache_at_once(tmp_path):
+    """Four processes compile the same function into an empty cache at the
+    same time (Numba writes each file through a temporary and a rename): all
+    get the right result, and a later process loads from the cache."""
+    (tmp_path / "cached_fn.py").write_text(MODULE.format(target="cpu"))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.getcwd(),
+                                           os.environ.get("PYTHONPATH", "")]))
+    running = [subprocess.Popen([sys.executable, "-c", RUN], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(4)]
+    outputs = []
+    for process in running:
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        outputs.append(json.loads(stdout.strip().splitlines()[-1]))
+    expected = (2.0 * __import__("numpy").arange(1000) + 1).tolist()
+    assert all(o["out"] == expected for o in outputs)
+    later = run_in_new_process(tmp_path)
+    assert later["pipeline_runs"] == 0 and later["hits"] == 1 and later["out"] == expected

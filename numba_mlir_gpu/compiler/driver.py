@@ -5,6 +5,7 @@ import dataclasses
 import itertools
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -106,9 +107,7 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
             apply_fastmath(module, flags)
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
-        add_allocator(module, gpu=choice.builds_gpu_code)
-        pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline(cpu_threads())
-        run_pipeline(module, pipeline)
+        module, options = _run_pipelines(module, input_mlir, options, choice)
         lowered = str(module)
         ptx = extract_ptx(module) if options and options.format == "isa" else None
         jitted = jit(module, name, gpu=choice.builds_gpu_code,
@@ -117,6 +116,33 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
                                 options, ptx, context)
     _dump(compiled)
     return compiled
+
+
+class PtxasWarning(UserWarning):
+    """The CUDA toolkit's ptxas failed: the kernels are shipped as PTX, which
+    the driver compiles when they load."""
+
+
+def _run_pipelines(module, input_mlir: str, options, choice: TargetChoice):
+    """The pass pipeline of the target, run on `module`; on the GPU, a
+    failing ptxas (a broken or mismatched toolkit) falls back to PTX."""
+    add_allocator(module, gpu=choice.builds_gpu_code)
+    pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline(cpu_threads())
+    try:
+        run_pipeline(module, pipeline)
+    except MLIRCompilationError as exc:
+        if options is None or options.format != "fatbin" or "ptxas" not in str(exc):
+            raise
+        log = str(exc).split("Log:", 1)[-1].strip().splitlines()
+        warnings.warn(PtxasWarning(
+            "numba-mlir-gpu: ptxas failed, so the kernels are shipped as PTX for the driver "
+            f"to compile ({log[0].strip() if log else 'no log'}); check the CUDA toolkit "
+            "found through CUDA_HOME, CUDA_PATH, /usr/local/cuda or PATH"))
+        options = dataclasses.replace(options, format="isa")
+        module = ir.Module.parse(input_mlir)
+        add_allocator(module, gpu=True)
+        run_pipeline(module, passes.gpu_pipeline(options))
+    return module, options
 
 
 def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:

@@ -10,6 +10,10 @@ and its fallback settings.
 """
 from __future__ import annotations
 
+import os
+import warnings
+
+from numba.core import errors
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 
@@ -25,6 +29,35 @@ class MLIRFunctionCache(FunctionCache):
     def __init__(self, py_func, pipeline: type):
         super().__init__(py_func)
         self._pipeline = pipeline
+
+    def load_overload(self, sig, target_context):
+        """The cached overload, or None (compile again) when its index or data
+        file cannot be read: truncated by a killed writer, corrupted, or from
+        another version of a dependency. Numba's own cache raises there."""
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as exc:  # noqa: BLE001  (any unreadable entry)
+            self._warn_unreadable(exc, "compiling it again")
+            return None
+
+    def save_overload(self, sig, data):
+        """Numba's save, which reads the index first: an unreadable index is
+        replaced by a new one instead of failing the compilation."""
+        try:
+            super().save_overload(sig, data)
+            return
+        except Exception as exc:  # noqa: BLE001
+            self._warn_unreadable(exc, "writing a new index")
+        try:
+            os.remove(self._cache_file._index_path)
+            super().save_overload(sig, data)
+        except Exception as exc:  # noqa: BLE001  (the function still runs, uncached)
+            self._warn_unreadable(exc, "not caching this signature")
+
+    def _warn_unreadable(self, exc: Exception, action: str) -> None:
+        warnings.warn(errors.NumbaWarning(
+            f"numba-mlir-gpu: the on-disk cache of {self._py_func.__qualname__} in "
+            f"{self._cache_path} could not be read ({type(exc).__name__}: {exc}); {action}"))
 
     def _index_key(self, sig, codegen):
         pipeline = self._pipeline
