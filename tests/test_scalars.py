@@ -1,9 +1,13 @@
 """Scalar arithmetic with Numba's semantics, differentially against njit."""
 import math
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from numba import prange
+
+import numba_mlir_gpu
 
 from .support import TARGETS, check, ours
 
@@ -219,3 +223,69 @@ def test_expm1_log1p_are_precise_near_zero(target):
     for x in (1e-10, -3e-12, 1e-5):
         check(expm1_log1p, x, target=target, ulps=1)
         check(expm1_log1p, np.float32(x), target=target, ulps=2)
+
+
+# -- division by zero: Numba's error models ----------------------------------------
+
+def _floordiv(a, b):
+    return a // b
+
+
+def _mod(a, b):
+    return a % b
+
+
+def _truediv(a, b):
+    return a / b
+
+
+def _math_pow(a, b):
+    return math.pow(a, b)
+
+
+def _floordiv_in_prange(x, d, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i] // d
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, args, message", [
+    (_floordiv, (7, 0), "integer division by zero"),
+    (_floordiv, (7.0, -0.0), "division by zero"),
+    (_mod, (np.int8(7), np.int8(0)), "integer modulo by zero"),
+    (_mod, (7.5, 0.0), "modulo by zero"),
+    (_truediv, (7, 0), "division by zero"),
+    (_truediv, (np.float32(1), np.float32(0)), "division by zero"),
+    (_math_pow, (0.0, np.int64(-2)), "division by zero"),
+])
+def test_zero_division_raises_as_in_numba(fn, args, message, target):
+    with pytest.raises(ZeroDivisionError, match=message):
+        numba.njit(fn)(*args)
+    with pytest.raises(ZeroDivisionError, match=message):
+        ours(fn, target)(*args)
+    if fn is _math_pow:
+        return                 # Numba's int_power raises whatever the error model
+    relaxed = numba_mlir_gpu.njit(target=target, error_model="numpy")(fn)
+    expected = numba.njit(error_model="numpy")(fn)(*args)
+    assert relaxed(*args) == expected or (np.isnan(expected) and np.isnan(relaxed(*args)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_zero_division_in_prange_bodies_follows_numpy(target):
+    """Numba compiles parfor bodies with NumPy's error model: 0, no raise."""
+    check(_floordiv_in_prange, np.arange(-3, 5), 0, np.ones(8, np.int64), target=target,
+          parallel_reference=True)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("args", [(np.int64(-1), np.int64(2 ** 53 + 1)), (2.0, np.int64(-3)),
+                                  (10.0, np.int64(400)), (np.int64(3), np.int64(70000)),
+                                  (1.5, np.int64(65536)), (2.0, 0.5)])
+def test_math_pow_as_numba(args, target):
+    check(_math_pow, *args, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_math_pow_most_negative_exponent_overflows(target):
+    with pytest.raises(OverflowError):
+        ours(_math_pow, target)(2.0, np.int64(-2 ** 63))

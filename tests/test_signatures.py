@@ -368,8 +368,8 @@ def checked_division(a, b):
     ("u1(i4, i4)", [(7.5, 2)]),                  # TypeError: no declared signature takes it
 ])
 def test_raises_where_numba_raises(sig, args, target):
-    """Division by zero itself gives 0 or inf (user-guide.md, Semantics), so
-    the function raises explicitly."""
+    """An explicit raise beside a narrowed result (and a declared signature
+    that takes no such arguments)."""
     assert_matches(sig, checked_division, args, target)
 
 

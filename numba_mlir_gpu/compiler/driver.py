@@ -77,7 +77,8 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
     with context, ir.Location.unknown():
         module = ir.Module.create()
         mlower = ModuleLowering(module, strategy_for(choice), state.typingctx, state.targetctx,
-                                typed_ir, boundscheck=_boundscheck(state.flags))
+                                typed_ir, boundscheck=_boundscheck(state.flags),
+                                error_model=state.flags.error_model)
         lowerer = mlower.lower_entry(state, name)
         try:
             module.operation.verify()

@@ -36,6 +36,7 @@ class ModuleLowering:
     exceptions: ExceptionTable = field(default_factory=ExceptionTable)
     callees: dict = field(default_factory=dict)
     boundscheck: bool = False       # Numba's boundscheck option (indexing.in_bounds)
+    error_model: str = "python"     # Numba's error_model option (rules/scalars.py)
     _in_progress: set = field(default_factory=set)
     _started: int = 0        # callees numbered in the order they were started
 

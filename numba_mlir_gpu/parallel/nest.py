@@ -127,7 +127,10 @@ class BodyLowering:
         with ir.InsertionPoint(entry):
             for name, value in (self.captured or {}).items():
                 if name in self.positive:
-                    value = arith.MaxSIOp(value, arith.ConstantOp(value.type, 1).result).result
+                    # signed or not as the variable is: max_s(uint8 254, 1) would be 1
+                    signed = getattr(types.unliteral(lw.typeof(name)), "signed", True)
+                    most = arith.MaxSIOp if signed else arith.MaxUIOp
+                    value = most(value, arith.ConstantOp(value.type, 1).result).result
                 if is_scalar(types.unliteral(lw.typeof(name))):
                     lw.bind_scalar(name, value, scope)
                 else:

@@ -91,9 +91,52 @@ call_rules.register(pymath.copysign, np.copysign)(_binary_float(math.CopySignOp)
 call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
 
 
-@call_rules.register(pymath.pow, np.power)
+@call_rules.register(np.power)
 def power(lw, args, sig, expr):
     return binop_rules.get(operator.pow)(lw, args, sig, expr)     # rules/scalars.py
+
+
+# Numba's int_power: exponents above this go to C's pow as floats
+_POWI_CUTOFF = 0x10000
+
+
+@call_rules.register(pymath.pow)
+def math_pow(lw, args, sig, expr):
+    """math.pow as Numba computes it: C's pow for a float exponent; for an
+    integer one, Numba's int_power: repeated squaring up to 2**16 (inverted
+    for a negative exponent: 1 / 0 raises outside parallel loops), C's pow of the
+    exponent as a float above (math.pow(-1, 2**53 + 1) is 1.0), and
+    OverflowError for the most negative int64."""
+    resty = types.unliteral(sig.return_type)
+    exp_ty = types.unliteral(sig.args[1])
+    if not isinstance(exp_ty, types.Integer):
+        return math.PowFOp(*float_operands(args, sig, expr)).result
+    base = cast(args[0], sig.args[0], resty)
+    exponent = cast(args[1], exp_ty, types.int64 if exp_ty.signed else types.uint64)
+    i64 = exponent.type
+    if exp_ty.signed:
+        negative = cmpi("slt", exponent, const(types.int64, 0))
+        magnitude = select(negative, arith.SubIOp(const(types.int64, 0), exponent).result,
+                           exponent)
+        most_negative = cmpi("eq", exponent, const(types.int64, -2 ** 63))
+        lw.errors.raise_if(lw, most_negative, lw.errors.code(OverflowError, ()))
+    else:
+        negative = const(types.boolean, 0)
+        magnitude = exponent
+    large = cmpi("ugt", magnitude, arith.ConstantOp(i64, _POWI_CUTOFF).result)
+    as_float = (arith.SIToFPOp if exp_ty.signed else arith.UIToFPOp)(
+        base.type, exponent).result
+    by_float = math.PowFOp(base, as_float).result
+    small = select(large, arith.ConstantOp(i64, 0).result, magnitude)
+    power = math.FPowIOp(base, small).result
+    inverted = arith.DivFOp(const(resty, 1.0), power).result
+    by_squaring = select(negative, inverted, power)
+    if lw.parallel_depth == 0:          # Numba raises whatever its error model
+        zero = arith.AndIOp(arith.AndIOp(negative, cmpf("OEQ", power, const(resty, 0.0))
+                                         ).result,
+                            arith.XOrIOp(large, const(types.boolean, 1)).result).result
+        lw.errors.raise_if(lw, zero, lw.errors.code(ZeroDivisionError, ("division by zero",)))
+    return select(large, by_float, by_squaring)
 
 
 @call_rules.register(pymath.hypot, np.hypot)
@@ -101,7 +144,7 @@ def hypot(lw, args, sig, expr):
     x, y = (math.AbsFOp(a).result for a in float_operands(args, sig, expr))
     big = arith.MaximumFOp(x, y).result
     small = arith.MinimumFOp(x, y).result
-    ty = types.unliteral(sig.args[0])
+    ty = types.unliteral(sig.return_type)           # integer arguments give a float
     safe = select(cmpf("OEQ", big, const(ty, 0.0)), const(ty, 1.0), big)
     ratio = arith.DivFOp(small, safe).result
     root = math.SqrtOp(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result).result

@@ -23,20 +23,23 @@ from ..lowering.types import scalar_type
 from ..lowering.values import TupleValue
 
 
-def _numpy_extremum(int_pred, float_op):
-    """np.minimum / np.maximum propagate NaN from either side."""
+def _numpy_extremum(int_pred, float_pred):
+    """np.minimum / np.maximum as Numba's np_real_maximum_impl: a NaN from
+    either side (the first's if both), else the first argument on ties
+    (np.maximum(-0.0, 0.0) is -0.0)."""
     def rule(lw, args, sig, expr):
         ty = types.unliteral(sig.return_type)
         a, b = (cast(x, t, ty) for x, t in zip(args, sig.args))
         if isinstance(ty, types.Float):
-            return float_op(a, b).result
+            nan_result = select(cmpf("UNO", a, a), a, b)
+            return select(cmpf("UNO", a, b), nan_result, select(cmpf(float_pred, a, b), a, b))
         pred = ("s" if getattr(ty, "signed", False) else "u") + int_pred
         return select(cmpi(pred, a, b), a, b)
     return rule
 
 
-call_rules.register(np.minimum)(_numpy_extremum("lt", arith.MinimumFOp))
-call_rules.register(np.maximum)(_numpy_extremum("gt", arith.MaximumFOp))
+call_rules.register(np.minimum)(_numpy_extremum("lt", "OLE"))
+call_rules.register(np.maximum)(_numpy_extremum("gt", "OGE"))
 
 
 def _as_result(args, sig):

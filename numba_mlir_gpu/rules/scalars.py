@@ -6,6 +6,9 @@ Division by zero follows NumPy's error model (no exception is raised).
 from __future__ import annotations
 
 import operator
+import os
+
+import numba
 
 from numba.core import types
 
@@ -51,10 +54,41 @@ binop_rules.register(operator.sub)(_arith(arith.SubIOp, arith.SubFOp))
 binop_rules.register(operator.mul)(_arith(arith.MulIOp, arith.MulFOp, arith.AndIOp))
 
 
+def zero_division(lw, b, ty, message: str, expr) -> None:
+    """Numba's error model "python" (njit's default) for Python's operators
+    outside parallel loops: a zero divisor raises ZeroDivisionError after the
+    statement (the division itself is made safe or gives inf). Parallel loops
+    (parfor bodies, array expressions) use NumPy's model, as Numba compiles
+    its parfor bodies, and so do NumPy's ufuncs (np.divide(a, 0)) and Numba's
+    own implementations of NumPy functions (np.mean of an empty array is nan)."""
+    if lw.mlower.error_model != "python" or lw.parallel_depth > 0 or \
+            getattr(expr, "op", None) not in ("binop", "inplace_binop") or \
+            _numba_library_code(lw, expr):
+        return
+    if isinstance(ty, types.Float):
+        is_zero = cmpf("OEQ", b, const(ty, 0.0))
+    else:
+        is_zero = cmpi("eq", b, const(ty, 0))
+    lw.errors.raise_if(lw, is_zero, lw.errors.code(ZeroDivisionError, (message,)))
+
+
+_NUMBA_DIR = os.path.dirname(numba.__file__) + os.sep
+
+
+def _numba_library_code(lw, expr) -> bool:
+    """Code of Numba's own: an implementation lowered as a callee, or one its
+    parfor pass inlined into the user's function (np.mean's sum / size)."""
+    filename = getattr(getattr(expr, "loc", None), "filename", None) or ""
+    return lw.func_ir.func_id.modname.startswith("numba.") or \
+        os.path.abspath(filename).startswith(_NUMBA_DIR)
+
+
 @binop_rules.register(operator.truediv)
 def truediv(lw, args, sig, expr):
     _scalar_sig(sig, expr)
-    a, b = (cast(x, t, sig.return_type) for x, t in zip(args, sig.args))
+    resty = types.unliteral(sig.return_type)
+    a, b = (cast(x, t, resty) for x, t in zip(args, sig.args))
+    zero_division(lw, b, resty, "division by zero", expr)
     return arith.DivFOp(a, b).result
 
 
@@ -93,7 +127,11 @@ def floordiv(lw, args, sig, expr):
     ty = _scalar_sig(sig, expr)
     a, b = args
     if isinstance(ty, types.Float):
-        return float_divmod(a, b, ty)[0]
+        zero_division(lw, b, ty, "division by zero", expr)
+        # by zero, as Numba's real_floordiv_impl: a / b (+-inf, or nan)
+        return select(cmpf("OEQ", b, const(ty, 0.0)), arith.DivFOp(a, b).result,
+                      float_divmod(a, b, ty)[0])
+    zero_division(lw, b, ty, "integer division by zero", expr)
     gives_zero, b = _int_divisor(a, b, ty)
     q = (arith.FloorDivSIOp if ty.signed else arith.DivUIOp)(a, b).result
     return select(gives_zero, const(ty, 0), q)
@@ -104,7 +142,9 @@ def mod(lw, args, sig, expr):
     ty = _scalar_sig(sig, expr)
     a, b = args
     if isinstance(ty, types.Float):
+        zero_division(lw, b, ty, "modulo by zero", expr)
         return float_divmod(a, b, ty)[1]
+    zero_division(lw, b, ty, "integer modulo by zero", expr)
     gives_zero, b = _int_divisor(a, b, ty)
     if not ty.signed:
         return select(gives_zero, const(ty, 0), arith.RemUIOp(a, b).result)
@@ -129,11 +169,14 @@ def power(lw, args, sig, expr):
 
 
 def _bitwise(op):
+    """Both operands in the result type first, as Numba does (`int16 << int64`
+    of an array expression: the shift count narrowed)."""
     def rule(lw, args, sig, expr):
         ty = _scalar_sig(sig, expr)
         if isinstance(ty, types.Float):
             raise UnsupportedConstructError("bitwise operators on floats", expr.loc)
-        return op(*args).result
+        resty = types.unliteral(sig.return_type)
+        return op(*(cast(a, t, resty) for a, t in zip(args, sig.args))).result
     return rule
 
 
@@ -145,8 +188,8 @@ binop_rules.register(operator.lshift)(_bitwise(arith.ShLIOp))
 
 @binop_rules.register(operator.rshift)
 def rshift(lw, args, sig, expr):
-    ty = _scalar_sig(sig, expr)
-    op = arith.ShRSIOp if _kind(ty) == "s" else arith.ShRUIOp
+    _scalar_sig(sig, expr)
+    op = arith.ShRSIOp if _kind(types.unliteral(sig.return_type)) == "s" else arith.ShRUIOp
     return _bitwise(op)(lw, args, sig, expr)
 
 
