@@ -330,3 +330,31 @@ def test_a_temporary_made_in_a_host_loop(target):
     check(temporary_in_a_host_loop, x, 4, target=target, rtol=1e-12)
     expected = {"x": False, "tmp": True} if target == "gpu" else {}
     assert _resident(temporary_in_a_host_loop, target, x, 4) == expected
+
+
+# -- constructs that sent library functions to the fallback, now lowered ---------
+
+@numba.njit
+def _scaled(x, tol=1e-3, n=3, flag=True):
+    return x * tol + n if flag else x
+
+
+def omitted_defaults(x):
+    return _scaled(x) + _scaled(x, 2.0) + _scaled(x, n=5)
+
+
+def diff_and_shape_tuples(a):
+    inner = a.shape[:-1] + (a.shape[-1] - 1,)
+    return np.diff(a), inner[0] + inner[-1]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, args", [
+    (omitted_defaults, (1.5,)),
+    (diff_and_shape_tuples, (np.arange(12.0).reshape(3, 4) ** 2,)),
+], ids=["omitted_defaults", "diff_and_shape_tuples"])
+def test_whole_function_through_mlir(fn, args, target):
+    check(fn, *args, target=target)
+    f = ours(fn, target)
+    f(*args)
+    assert inspect_path(f).path == "mlir", inspect_path(f).reason

@@ -89,3 +89,29 @@ def test_fastmath_results_close_to_numba_fastmath(target):
     numba.njit(fastmath=True)(axpy_ratio)(np.float32(2.5), x32, y32, ref)
     numba_mlir_gpu.njit(target=target, fastmath=True)(axpy_ratio)(np.float32(2.5), x32, y32, out)
     assert_same(out, ref, rtol=1e-6)
+
+
+# A callee keeps its own fastmath option inside a caller's (stumpy's _mass,
+# fastmath=True, calls a helper compiled without nnan/ninf so that its isinf
+# tests survive).
+@numba.njit(fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})
+def _distance_keeping_infinities(x, mu):
+    if np.isinf(x) or np.isinf(mu):
+        return np.inf
+    return x - mu
+
+
+def _fast_caller(a, mu):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = _distance_keeping_infinities(a[i], mu)
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callees_keep_their_own_fastmath_flags(target):
+    ours = numba_mlir_gpu.njit(target=target, fastmath=True)(_fast_caller)
+    stock = numba.njit(fastmath=True)(_fast_caller)
+    for a, mu in [(np.array([1.0, np.inf, -np.inf]), 0.5), (np.array([1.0, 2.0]), np.inf)]:
+        np.testing.assert_array_equal(ours(a, mu), stock(a, mu))
+    assert ours(np.array([-np.inf]), 0.5)[0] == np.inf

@@ -9,7 +9,7 @@ from numba import prange
 
 from numba_mlir_gpu import inspect_mlir, inspect_ptx
 
-from .support import TARGETS, check
+from .support import TARGETS, check, ours
 from .test_codegen import compile_only
 
 RNG = np.random.default_rng(29)
@@ -374,3 +374,24 @@ def test_gpu_updates_beside_other_work():
     assert "atom.global.add.u64" in _ptx(fn)
     fn = compile_only(with_reduction, keys, keys.copy(), np.zeros(3, np.int64))
     assert "memref.atomic_rmw addi" in _input(fn) and "atom.global.add.u64" in _ptx(fn)
+
+
+def accumulate_into_own_row(y):
+    n = len(y)
+    acc = np.zeros(n)
+    for i in prange(n):
+        for j in range(n):
+            acc[i] += abs(y[i] - y[j])
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_inner_loop_accumulating_into_the_outer_element(target):
+    """The nest stays nested (not one 2-d loop updating acc[i] from every
+    (i, j) at once); on the CPU the update needs no atomic at all."""
+    y = np.random.default_rng(4).random(300)
+    check(accumulate_into_own_row, y, target=target, rtol=1e-12)
+    if target == "cpu":
+        f = ours(accumulate_into_own_row, "cpu")
+        f(y)
+        assert "atomic_rmw" not in inspect_mlir(f)

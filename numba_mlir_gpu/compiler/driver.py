@@ -86,7 +86,7 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
             raise MLIRCompilationError(
                 f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
             ) from None
-    return context, module, lowerer.plan, mlower.exceptions.entries
+    return context, module, lowerer.plan, mlower.exceptions.entries, mlower.callee_fastmath
 
 
 def _boundscheck(flags) -> bool:
@@ -101,11 +101,9 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
     runs Numba's front end on the functions it calls (frontend/typed_ir.py)."""
     choice = choose_target(state.get("numba_mlir_gpu_target"))
     name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
-    context, module, plan, exceptions = _lower(state, choice, name, typed_ir)
+    context, module, plan, exceptions, fastmath_of_callees = _lower(state, choice, name, typed_ir)
     with context:
-        flags = fastmath_flags(state.flags.fastmath)
-        if flags:
-            apply_fastmath(module, flags)
+        apply_fastmath(module, fastmath_flags(state.flags.fastmath), fastmath_of_callees)
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
         module, options = _run_pipelines(module, input_mlir, options, choice)

@@ -10,6 +10,7 @@ import inspect
 from typing import Optional
 
 from numba.core import types
+from numba.core.cpu import FastMathOptions
 
 from .._mlir import func, ir, memref
 from .arrays import fortran_array
@@ -26,7 +27,10 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
     jitted function or an @overload written in Python."""
     fnty = lw.typeof(expr.func.name)
     if isinstance(fnty, types.Dispatcher):
-        return fnty.dispatcher.py_func, tuple(sig.args)
+        dispatcher = fnty.dispatcher
+        # lowered into this module, it keeps its own fastmath option
+        lw.mlower.dispatcher_fastmath[dispatcher.py_func] = _fastmath_option(dispatcher)
+        return dispatcher.py_func, tuple(sig.args)
     if isinstance(fnty, types.BoundFunction):
         candidates, args = [fnty.template], (fnty.this,) + tuple(sig.args)
     elif isinstance(fnty, types.Function):
@@ -56,6 +60,11 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
             if _accepts(dispatcher.py_func, len(impl_args)):
                 return dispatcher.py_func, impl_args
     return None
+
+
+def _fastmath_option(dispatcher) -> FastMathOptions:
+    """A dispatcher's fastmath option as Numba's Flags hold it."""
+    return FastMathOptions(dispatcher.targetoptions.get("fastmath", False))
 
 
 def _accepts(py_func, nargs: int) -> bool:

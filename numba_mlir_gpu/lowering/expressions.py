@@ -79,6 +79,9 @@ def lower_static_getitem(lw, expr, target):
     if isinstance(value, TupleValue) and isinstance(expr.index, int):
         item_ty = value.type.types[expr.index]
         return _result(lw, value.items[expr.index], item_ty, target)
+    if isinstance(value, TupleValue) and isinstance(expr.index, slice):
+        # a constant slice of a tuple (`a.shape[:-1]`): the tuple of those items
+        return TupleValue(value.items[expr.index], types.unliteral(lw.typeof(target)))
     index, index_ty = static_index(lw, expr.index, expr.index_var)
     return _item(lw, value, index, index_ty, expr, target)
 

@@ -21,15 +21,26 @@ def fastmath_flags(option) -> Optional[str]:
     return ",".join(flags) or None
 
 
-def apply_fastmath(module: ir.Module, flags: str) -> None:
-    attr = ir.Attribute.parse(f"#arith.fastmath<{flags}>")
+def apply_fastmath(module: ir.Module, flags: Optional[str], callees: dict) -> None:
+    """`flags` on the operations of the function being compiled; each
+    callee's own (`callees`: function name -> flags or None), as Numba
+    compiles each function with its own options: a helper compiled without
+    fastmath keeps its NaN and infinity checks inside a fastmath caller."""
+    for op in module.body.operations:
+        if op.operation.name != "func.func":
+            continue
+        name = op.operation.attributes["sym_name"].value
+        chosen = callees[name] if name in callees else flags
+        if not chosen:
+            continue
+        attr = ir.Attribute.parse(f"#arith.fastmath<{chosen}>")
 
-    def visit(op):
-        view = op.opview
-        if hasattr(type(view), "fastmath"):
-            view.attributes["fastmath"] = attr
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
+        def visit(inner, attr=attr):
+            view = inner.opview
+            if hasattr(type(view), "fastmath"):
+                view.attributes["fastmath"] = attr
+            return ir.WalkResult.ADVANCE
+        op.operation.walk(visit)
 
 
 def allows_approximate_functions(op) -> bool:

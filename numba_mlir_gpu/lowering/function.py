@@ -8,6 +8,7 @@ are bound once as Python-side values (see values.py).
 from __future__ import annotations
 
 import contextlib
+import operator
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -246,6 +247,11 @@ class FunctionLowerer:
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
         if is_scalar(types.unliteral(ty)):
+            if isinstance(value, PyValue) and isinstance(value.obj, (bool, int, float, np.number)):
+                # an omitted argument's default (`def f(x, tol=1e-8)` called
+                # as f(x)), typed as its value's scalar type
+                value = const(types.unliteral(ty), value.obj)
+                fromty = None
             if not isinstance(value, ir.Value):
                 raise UnsupportedConstructError(
                     f"a {ty} variable ('{name}') holding {_describe_value(value)}", self.loc)
@@ -365,6 +371,10 @@ class FunctionLowerer:
         rule = array_operator_rules.get(fn) if any_array((lhs, rhs)) else None
         if rule is not None:
             return rule(self, fn, [lhs, rhs], sig, expr)
+        if fn in (operator.add, operator.iadd) and isinstance(lhs, TupleValue) and \
+                isinstance(rhs, TupleValue):
+            # tuple concatenation (shape arithmetic in Numba's implementations)
+            return TupleValue(lhs.items + rhs.items, types.unliteral(sig.return_type))
         rule = binop_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)

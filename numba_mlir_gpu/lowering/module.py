@@ -10,6 +10,7 @@ from numba.core.errors import NumbaError
 from .._mlir import ir
 from .argument_writes import written_arguments
 from .errors import UnsupportedConstructError
+from .fastmath import fastmath_flags
 from .exceptions import ExceptionTable
 from .function import FunctionLowerer
 
@@ -39,6 +40,10 @@ class ModuleLowering:
     error_model: str = "python"     # Numba's error_model option (rules/scalars.py)
     _in_progress: set = field(default_factory=set)
     _started: int = 0        # callees numbered in the order they were started
+    # callee function name -> its own fastmath flags (None: IEEE), fastmath.py
+    callee_fastmath: dict = field(default_factory=dict)
+    # py_func -> the fastmath option of the dispatcher it came from
+    dispatcher_fastmath: dict = field(default_factory=dict)
 
     def lower_entry(self, state, name: str) -> FunctionLowerer:
         lowerer = FunctionLowerer(state, self, name, entry=True)
@@ -64,6 +69,7 @@ class ModuleLowering:
                     loc) from None
             self._started += 1
             name = f"{py_func.__name__}_{self._started}_{'k' if in_kernel else 'h'}"
+            self.callee_fastmath[name] = fastmath_flags(self.dispatcher_fastmath.get(py_func))
             lowerer = FunctionLowerer(state, self, name, entry=False,
                                       parallel_depth=1 if in_kernel else 0)
             fn = lowerer.lower(self.module)

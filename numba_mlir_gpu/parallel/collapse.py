@@ -18,6 +18,8 @@ from numba.core import ir as nir
 from numba.core import types
 from numba.parfors.parfor import Parfor
 
+from .scatter import atomic_updates
+
 # Expressions that compute a scalar (or a shape) from scalars and shapes.
 _PURE_OPS = {"binop", "unary", "cast", "build_tuple", "static_getitem", "getattr"}
 _SHAPE_ATTRS = {"shape", "ndim", "size"}
@@ -28,7 +30,10 @@ def collapse_perfect_nest(lw, parfor: Parfor) -> Parfor:
     nest (a copy; Numba's IR is left as it was), or `parfor` itself."""
     while True:
         inner = _single_inner(parfor)
-        if inner is None:
+        if inner is None or atomic_updates(lw, inner):
+            # an inner loop updating an element that its iterations share
+            # (`acc[i] += x[i, j]` over j) stays inner: merged, every (i, j)
+            # would update acc[i] atomically at once
             return parfor
         between = parfor.loop_body[min(parfor.loop_body)].body[:-1] + inner.init_block.body
         if not all(_pure(lw, stmt) for stmt in between):

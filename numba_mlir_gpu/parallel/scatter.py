@@ -56,6 +56,9 @@ def atomic_updates(lw, parfor: Parfor) -> list[Update]:
     uses = variable_uses(lw.func_ir)
     copies = index_copies(parfor)
     found = []
+    # Where no threads share an iteration (the CPU), a nested parfor runs in
+    # order inside it: only the outermost level's iterations run at once.
+    concurrent = None if lw.target.cooperative_bodies else 1
 
     def walk(level_parfor: Parfor, levels: list) -> None:
         levels = levels + [Level([n.index_variable.name for n in level_parfor.loop_nests],
@@ -64,7 +67,7 @@ def atomic_updates(lw, parfor: Parfor) -> list[Update]:
                   if isinstance(stmt, Parfor)]
         blocks = list(level_parfor.loop_body.values()) + [p.init_block for p in nested]
         for update in updates_in(lw, blocks, uses):
-            if not _disjoint(lw, update, levels, copies):
+            if not _disjoint(lw, update, levels[:concurrent], copies):
                 found.append(update)
         for inner in nested:
             walk(inner, levels)
