@@ -358,3 +358,34 @@ def test_whole_function_through_mlir(fn, args, target):
     f = ours(fn, target)
     f(*args)
     assert inspect_path(f).path == "mlir", inspect_path(f).reason
+
+
+@numba.njit
+def _evens(n):
+    for i in range(n):
+        yield 2 * i
+
+
+def sum_of_a_generator(n):
+    s = 0
+    for v in _evens(n):
+        s += v
+    return s
+
+
+def a_generator(n):
+    for i in range(n):
+        yield i * i
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_generators_take_the_fallback(target):
+    """`yield` (in the function or a callee) was an internal error
+    (AttributeError); it is a construct the fallback takes."""
+    f = ours(sum_of_a_generator, target)
+    assert f(6) == sum_of_a_generator(6)
+    assert "generators" in inspect_path(f).reason
+    with pytest.raises(UnsupportedConstructError, match="generator functions"):
+        ours(a_generator, target)(4)        # itself: numba.njit's to compile
+    with pytest.raises(UnsupportedConstructError, match="generators"):
+        njit(target=target, fallback=False)(sum_of_a_generator)(3)

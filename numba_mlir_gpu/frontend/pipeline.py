@@ -2,7 +2,7 @@
 then one pass of ours in place of Numba's lowering."""
 from __future__ import annotations
 
-from numba.core import funcdesc
+from numba.core import funcdesc, types
 from numba.core.compiler import CompilerBase, _LowerResult
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NoPythonBackend
@@ -14,6 +14,13 @@ from .fallback import (CompiledPath, FallbackFunction, HostLower, compile_loops,
                        fallback_allowed)
 from .typed_ir import typed_ir, typed_passes
 from .wrapper import EntryCallLower
+
+
+def _cfunc_wrapper_possible(state) -> bool:
+    """Numba's rule: no C wrapper for omitted or generator arguments, or an
+    optional or generator result."""
+    return not any(isinstance(t, (types.Omitted, types.Generator)) for t in state.args) and \
+        not isinstance(state.return_type, (types.Optional, types.Generator))
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -29,6 +36,12 @@ class MLIRLowering(LoweringPass):
         LoweringPass.__init__(self)
 
     def run_pass(self, state):
+        if state.func_ir.is_generator:
+            # Numba's generator lowering does not survive our passes; a
+            # function of ours may still call a numba.njit generator
+            raise UnsupportedConstructError(
+                "generator functions (yield): compile this one with numba.njit; functions of "
+                "numba-mlir-gpu can call it", state.func_ir.loc)
         try:
             compiled = compile_state(state, typed_ir)
         except UnsupportedConstructError as exc:
@@ -58,6 +71,10 @@ class MLIRLowering(LoweringPass):
             lower.lower()
             if not flags.no_cpython_wrapper:
                 lower.create_cpython_wrapper(flags.release_gil)
+            if not flags.no_cfunc_wrapper and _cfunc_wrapper_possible(state):
+                # the C entry a first-class function value calls (a dispatcher
+                # passed as a types.FunctionType argument), as NativeLowering
+                lower.create_cfunc_wrapper()
             env, call_helper = lower.env, lower.call_helper
         # The engine must outlive every call of the function: the library
         # (held by the dispatcher's overload) keeps it. The wrapper calls the

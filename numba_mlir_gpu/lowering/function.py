@@ -286,6 +286,10 @@ class FunctionLowerer:
             return self.constant(expr.value, self.typeof(target))
         if isinstance(expr, nir.Arg):
             return self.argument(expr.index)
+        if not isinstance(expr, nir.Expr):          # `yield` (generators), ...
+            raise UnsupportedConstructError(
+                f"generators ('{type(expr).__name__.lower()}')" if isinstance(expr, nir.Yield)
+                else f"the statement value {expr}", expr.loc)
         rule = expr_rules.get(expr.op)
         if rule is None:
             raise UnsupportedConstructError(f"the expression '{expr.op}' ({expr})", expr.loc)

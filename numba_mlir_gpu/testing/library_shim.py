@@ -51,6 +51,7 @@ numba-cpu, with the reason), and an error out of our pass, classified as
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import threading
@@ -149,6 +150,7 @@ class Shim:
                     and fc.targetdescr is registry.cpu_target
                     and not fc.targetoptions.get("forceobj")
                     and fc.targetoptions.get("nopython", True) is not False
+                    and not inspect.isgeneratorfunction(fc.py_func)   # refused by ours
                     and shim.routes(fc.py_func)):
                 return original_fc(fc, args, return_type)
             rec = Compilation(shim.test, _name(fc.py_func), _signature(args))
