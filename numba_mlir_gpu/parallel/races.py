@@ -17,7 +17,8 @@ where
 * the value stored is not a constant or a variable defined before the loop
   (all iterations storing the same value leave the same result: a flag
   `found[0] = 1` is fine), and
-* the array is not one the iteration makes itself.
+* the array comes from outside the loop (one the iteration makes or binds,
+  `t = np.empty(2)` or a view `arr[i:i + 1]`, is its own or moves with it).
 
 Not refused, as in Numba: indices read from the data (`out[perm[i]] = v`,
 taken to be distinct: a permutation), and any index holding a loop
@@ -31,7 +32,7 @@ from numba.core import ir as nir
 from numba.parfors.parfor import Parfor
 
 from ..lowering.errors import UnsupportedConstructError, user_name
-from .scatter import Level, assignments, index_copies, own_array
+from .scatter import assignments, index_copies
 from .updates import Window, updates_in, variable_uses
 
 
@@ -41,18 +42,17 @@ def refuse_colliding_stores(lw, parfor: Parfor) -> None:
     assigned = assignments(parfor.loop_body.values())
     copies = index_copies(parfor)
     outer = {n.index_variable.name for n in parfor.loop_nests}
-    level = Level(sorted(outer), assigned)
     blocks = _nest_blocks(parfor)
     updates = {id(u.store) for u in updates_in(lw, blocks, variable_uses(lw.func_ir))}
     for block in blocks:
         for pos, stmt in enumerate(block.body):
             if not isinstance(stmt, (nir.SetItem, nir.StaticSetItem)) or id(stmt) in updates:
                 continue
+            if stmt.target.name in assigned:
+                continue        # an array bound in the iteration: a view `arr[i:i + 1]`, ...
             window = Window(lw, block.body, pos)
             shared = _shared_index(window.index(stmt, pos), assigned, copies, outer)
             if shared is None or _same_for_all(window.key(stmt.value.name, pos), assigned):
-                continue
-            if own_array(lw, stmt.target.name, level, copies):
                 continue
             array = user_name(stmt.target.name)
             raise UnsupportedConstructError(
