@@ -389,3 +389,21 @@ def test_generators_take_the_fallback(target):
         ours(a_generator, target)(4)        # itself: numba.njit's to compile
     with pytest.raises(UnsupportedConstructError, match="generators"):
         njit(target=target, fallback=False)(sum_of_a_generator)(3)
+
+
+def alias_between_loops(x):
+    weights = {"a": 2.0}
+    w = weights["a"]
+    out = x            # the same host memory under two names
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * w
+    total = 0.0
+    for i in prange(x.shape[0] - 1):
+        total += x[i + 1]
+    return total
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_alias_of_another_array_is_not_resident(target):
+    check(alias_between_loops, RNG.random(301), target=target, rtol=1e-12)
+    assert "out" not in _resident(alias_between_loops, target, RNG.random(5))

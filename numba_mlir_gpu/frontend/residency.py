@@ -41,9 +41,9 @@ def device_type(ty: types.Array) -> DeviceArrayType:
 def resident_candidates(func_ir, typemap, loop_inputs: list[set], loop_assigned: set,
                         parfors: list) -> set[str]:
     """C-contiguous NumPy arrays that some loop reads or writes and that the
-    host code (statements outside the loops) only defines once, reads the
-    metadata of (`x.shape`, `np.empty_like(x)`), or returns (alone or in a
-    tuple)."""
+    host code (statements outside the loops) defines once, as an argument or
+    a new array, and otherwise only reads the metadata of (`x.shape`,
+    `np.empty_like(x)`) or returns (alone or in a tuple)."""
     used_by_loops = set().union(*loop_inputs) if loop_inputs else set()
     names = {n for n in used_by_loops
              if isinstance(typemap.get(n), types.Array)
@@ -56,6 +56,8 @@ def resident_candidates(func_ir, typemap, loop_inputs: list[set], loop_assigned:
                 continue
             if isinstance(stmt, ir.Assign) and stmt.target.name in names:
                 definitions[stmt.target.name] = definitions.get(stmt.target.name, 0) + 1
+                if not _fresh(func_ir, stmt.value):
+                    names.discard(stmt.target.name)     # may alias another array
             for var in stmt.list_vars():
                 if var.name in names and not _passes_along(func_ir, stmt, var.name):
                     names.discard(var.name)
@@ -65,6 +67,22 @@ def resident_candidates(func_ir, typemap, loop_inputs: list[set], loop_assigned:
 # NumPy functions that read only an array's shape and dtype
 _SHAPE_ONLY = {("empty_like", "numpy"), ("zeros_like", "numpy"), ("ones_like", "numpy"),
                ("full_like", "numpy"), ("len", "builtins")}
+
+
+# NumPy functions that return a new array (never a view of an argument)
+_ALLOCATORS = {(name, "numpy") for name in (
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+    "copy", "arange", "linspace")}
+
+
+def _fresh(func_ir, value) -> bool:
+    """Is this definition an argument or a new array? A copy of another
+    variable or a view (`b = a`, `a.reshape(...)`) would share its host
+    memory with an array that has no device copy, or another one."""
+    if isinstance(value, ir.Arg):
+        return True
+    return isinstance(value, ir.Expr) and value.op == "call" and \
+        guard(find_callname, func_ir, value) in _ALLOCATORS
 
 
 def _passes_along(func_ir, stmt, name: str) -> bool:
