@@ -366,7 +366,9 @@ def _save(shim) -> None:
     shim.saved_at = time.time()
     path = (_CONFIG.getoption("--mlir-shim-report") if _CONFIG else None) or os.environ.get(ENV_REPORT)
     if path:
-        worker = os.environ.get("PYTEST_XDIST_WORKER")      # pytest-xdist: one file each
+        # pytest-xdist: one file per worker (its config has `workerinput`; the
+        # environment variable would also name a pytest run inside a worker)
+        worker = getattr(_CONFIG, "workerinput", {}).get("workerid")
         shim.write(f"{path}.{worker}" if worker else path)
 
 
