@@ -1339,23 +1339,23 @@ class Runner:
             return None
 
     def _known_bug(self, form, msg):
-        rule = _match(KNOWN_BUGS, self.entry.name, self.label, form, msg)
-        if rule is None:
-            return False
-        self.result.counts["known-bug"] += 1
-        if len(self.result.known) < 2:
-            self.result.known.append(f"{self.entry.name} [{self.label}] {form}: {msg[:300]}"
-                                     f" -- {rule[4]} ({rule[5]})")
-        return True
+        return self._explained(KNOWN_BUGS, "known-bug", self.result.known, 2, 300, form, msg)
 
     def _documented(self, form, msg):
-        rule = _match(DOCUMENTED, self.entry.name, self.label, form, msg)
+        return self._explained(DOCUMENTED, "documented", self.result.documented, 3, 200,
+                               form, msg)
+
+    def _explained(self, rules, count: str, examples: list, keep: int, width: int,
+                   form, msg) -> bool:
+        """Does a rule of `rules` explain the mismatch? Counted under `count`,
+        the first `keep` kept as examples (message cut to `width`)."""
+        rule = _match(rules, self.entry.name, self.label, form, msg)
         if rule is None:
             return False
-        self.result.counts["documented"] += 1
-        if len(self.result.documented) < 3:
-            self.result.documented.append(f"{self.entry.name} [{self.label}] {form}: {msg[:200]}"
-                                          f" -- {rule[4]} ({rule[5]})")
+        self.result.counts[count] += 1
+        if len(examples) < keep:
+            examples.append(f"{self.entry.name} [{self.label}] {form}: {msg[:width]}"
+                            f" -- {rule[4]} ({rule[5]})")
         return True
 
     def _ref(self, state, host, out_index):

@@ -188,13 +188,19 @@ class Interceptor:
 
     def _drop_nested_overloads(self) -> None:
         drops, self._pending_drops = self._pending_drops, []
-        for dispatcher, args in drops:
-            if args not in dispatcher.overloads:
-                continue
-            keep = [c for k, c in dispatcher.overloads.items() if k != args]
-            dispatcher._reset_overloads()
-            for cres in keep:
-                _DispatcherBase.add_overload(dispatcher, cres)
+        drop_overloads(drops)
+
+
+def drop_overloads(drops: list) -> None:
+    """Remove each (dispatcher, argument types) overload that a nested
+    compilation added, keeping the dispatcher's others."""
+    for dispatcher, args in drops:
+        if args not in dispatcher.overloads:
+            continue
+        keep = [c for k, c in dispatcher.overloads.items() if k != args]
+        dispatcher._reset_overloads()
+        for cres in keep:
+            _DispatcherBase.add_overload(dispatcher, cres)
 
 
 def _is_user_function(dispatcher) -> bool:

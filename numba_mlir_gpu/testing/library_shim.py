@@ -213,15 +213,9 @@ class Shim:
         self._restore = []
 
     def _drop_nested_overloads(self) -> None:
-        from numba.core.dispatcher import _DispatcherBase
+        from .intercept import drop_overloads       # the rule of Numba's own suite
         drops, self._drops = self._drops, []
-        for dispatcher, args in drops:
-            if args not in dispatcher.overloads:
-                continue
-            keep = [c for k, c in dispatcher.overloads.items() if k != args]
-            dispatcher._reset_overloads()
-            for cres in keep:
-                _DispatcherBase.add_overload(dispatcher, cres)
+        drop_overloads(drops)
 
     # -- the record ----------------------------------------------------------------
 
