@@ -8,7 +8,7 @@ grammar, the oracle and the tolerances; the longer campaigns run from the comman
 
 A refusal (UnsupportedConstructError) is not a failure; any other error, or a value
 that differs, is. The `test_bug_*` tests are minimal reproducers of failures the
-campaigns found (strict xfail until the lowering is fixed)."""
+campaigns found (strict xfail until the lowering is fixed, then regression tests)."""
 import warnings
 
 import pytest
@@ -25,33 +25,9 @@ CI_SEED = 20261125
 CHUNKS, PER_CHUNK = 6, 10
 
 
-def _numba_parfor_drops_branch_loop_reductions() -> bool:
-    """Numba's parfor pass (Numba 0.68.1, Python 3.11 here) loses a reduction updated in
-    an inner loop inside an `if` of a prange body: njit(parallel=True) returns the
-    initial value. Our pipeline runs that pass too. Numba 0.68.0 on Python 3.12 (the GPU
-    machine) gets it right."""
-    import numba
-    import numpy as np
-    from numba import prange
-
-    def f(a, m):
-        q = 0.0
-        for i in prange(a.shape[0]):
-            if a[0] >= 0.5:
-                for j in range(m):
-                    q += 3.0
-        return q
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return numba.njit(parallel=True)(f)(np.ones(2), 3) != 6.0
-
-
-NUMBA_PARFOR_BUG = _numba_parfor_drops_branch_loop_reductions()
-
 # Programs of the sample that hit a known bug (a strict-xfail test_bug_* below); they are
 # left out of the sample while the bug is there (delete the entry once fixed).
-KNOWN_BUG_SEEDS = {20261194: "test_bug_reduction_in_loop_in_branch"} if NUMBA_PARFOR_BUG \
-    else {}
+KNOWN_BUG_SEEDS: dict[int, str] = {}
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -105,14 +81,15 @@ def test_shrinker_reduces_a_failure(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------
-# Minimal reproducers of the failures the campaigns found (strict xfail until fixed).
+# Minimal reproducers of the failures the campaigns found (strict xfail until fixed,
+# then regression tests).
 # Each runs its source through P.run_program against Numba's serial njit, on the sizes
 # (n, m) that showed the failure.
 # ---------------------------------------------------------------------------------------
 
-def _run_reproducer(text, returns, target, seed, sizes, ret_kinds=None):
+def _run_reproducer(text, returns, target, seed, sizes, ret_kinds=None, refusal_ok=True):
     out = P.run_program(P.Source(text, returns, ret_kinds), target, seed, sizes)
-    assert out.status in ("pass", "refused"), out.detail
+    assert out.status in (("pass", "refused") if refusal_ok else ("pass",)), out.detail
 
 
 BUG_REDUCTION_IN_BRANCH_LOOP = '''
@@ -131,21 +108,18 @@ def f(x, x2, y, z, A, B, out1, out2, iout, alpha, kk):
 '''
 
 
-@pytest.mark.xfail(NUMBA_PARFOR_BUG, strict=True,
-                   reason="bug: a prange reduction updated in an inner range "
-                   "loop inside an if/else, with a statement after the if, loses its updates "
-                   "(returns the initial value: 0 where the serial loop gives 12); Numba's "
-                   "own parallel=True gives 0 too (its parfor reduction analysis)")
+# Fixed: Numba's parfor pass (Numba 0.68.1, Python 3.11) lost the updates, returning the
+# initial value (0 where the serial loop gives 12), and so did Numba's own parallel=True;
+# frontend/loop_exits.py gives the inner loop's exit a block of its own so that Numba's
+# reduction analysis finds them (tests/test_loop_exits.py has the other shapes).
 @pytest.mark.parametrize("target", TARGETS)
 def test_bug_reduction_in_loop_in_branch(target):
     # seed 1000087 of the CPU campaign, shrunk; n=2, m=3
     _run_reproducer(BUG_REDUCTION_IN_BRANCH_LOOP, ["q2"], target, 1000087, [(2, 3)],
-                    {"q2": "i"})
+                    {"q2": "i"}, refusal_ok=False)
 
 
-@pytest.mark.xfail(NUMBA_PARFOR_BUG, strict=True,
-                   reason="bug: as test_bug_reduction_in_loop_in_branch, "
-                   "written directly (float sum, no else branch)")
+# as test_bug_reduction_in_loop_in_branch, written directly (float sum, no else branch)
 @pytest.mark.parametrize("target", TARGETS)
 def test_bug_reduction_in_loop_in_branch_direct(target):
     import numba
@@ -165,5 +139,5 @@ def test_bug_reduction_in_loop_in_branch_direct(target):
 
     A = np.ones((2, 3))
     expected = numba.njit(f)(A, 3)   # 18.0
-    got = numba_mlir_gpu.njit(target=target, fallback=False)(f)(A, 3)   # 0.0
+    got = numba_mlir_gpu.njit(target=target, fallback=False)(f)(A, 3)   # was 0.0
     assert got == expected

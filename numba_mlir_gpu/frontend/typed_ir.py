@@ -15,9 +15,10 @@ from numba.core.cpu import ParallelOptions
 from numba.core.errors import NumbaPerformanceWarning
 from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
                                      NoPythonSupportedFeatureValidation, ParforPass,
-                                     PreParforPass)
+                                     PreLowerStripPhis, PreParforPass)
 
 from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
+from .loop_exits import SplitLoopExitEdges
 from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
 
 
@@ -39,7 +40,9 @@ def typed_passes(state, name: str) -> PassManager:
     """Numba's untyped and typed passes (parfor conversion forced on) and
     the legalisation that its own lowering would be preceded by; our
     rewrites (rewrites.py) run before type inference and in place of
-    Numba's PreParforPass."""
+    Numba's PreParforPass; loop exits are split before the phis are stripped
+    (loop_exits.py: else Numba's reduction analysis loses reductions updated
+    in a loop inside a branch of a prange body)."""
     state.flags.auto_parallel = ParallelOptions(True)
     dpb = DefaultPassBuilder
     pm = PassManager(name)
@@ -47,8 +50,10 @@ def typed_passes(state, name: str) -> PassManager:
     pm.add_pass(StepPrangeRewrite, "prange with a step other than 1")
     pm.add_pass(SubstituteNumPyCalls, "stand-ins for NumPy calls")
     ours = {ParforPass: QuietParforPass, PreParforPass: MLIRPreParforPass}
-    pm.passes.extend((ours.get(cls, cls), desc)
-                     for cls, desc in dpb.define_typed_pipeline(state).passes)
+    for cls, desc in dpb.define_typed_pipeline(state).passes:
+        if cls is PreLowerStripPhis:
+            pm.add_pass(SplitLoopExitEdges, "a block of its own for each joining loop exit")
+        pm.add_pass(ours.get(cls, cls), desc)
     pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
     pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")
     pm.add_pass(AnnotateTypes, "annotate types")

@@ -537,7 +537,8 @@ def known_bug_pattern(prog: Program) -> str:
     """The name of a known bug whose pattern the program has, else "". Used to group
     failures: "reduction-in-branch-loop" is a prange reduction updated inside a `range`
     loop that is inside an `if` of the prange body, whose updates Numba's parfor pass
-    (Numba 0.68.1, Python 3.11) loses (test_bug_reduction_in_loop_in_branch)."""
+    (Numba 0.68.1, Python 3.11) lost (test_bug_reduction_in_loop_in_branch); fixed by
+    frontend/loop_exits.py, so a failure with this tag is a regression of that fix."""
     def walk(stmts, in_if, in_loop_in_if):
         for st in stmts:
             if in_loop_in_if and _RED_UPDATE.match(st.fmt):
