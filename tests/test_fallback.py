@@ -407,3 +407,196 @@ def alias_between_loops(x):
 def test_an_alias_of_another_array_is_not_resident(target):
     check(alias_between_loops, RNG.random(301), target=target, rtol=1e-12)
     assert "out" not in _resident(alias_between_loops, target, RNG.random(5))
+
+
+# -- slices and compile-time objects as inputs of a fallback function's loops ------
+# Numba turns `a[lo:hi] = v` into a parfor whose inputs include the slice (or
+# the `slice` builtin, hoisted out of the loop); they reach the loop's MLIR
+# function as integers and as the global again (loop_inputs.py).
+
+def slice_bounds_assigned(a, lo, hi):
+    k = {"k": 1.0}["k"]          # a dict: the host code falls back
+    a[lo:hi] = 5.0 * k
+    return a
+
+
+def slice_to_slice(a, b, n):
+    k = {"k": 1.0}["k"]
+    a[1:] = b[:n - 1] * k
+    return a
+
+
+def slice_default_bounds(a, m):
+    k = {"k": 1.0}["k"]
+    a[: m + 1] = 1e300
+    a[-3:] = 2.0 * k
+    a[:-5] = a[:-5] + 1.0
+    return a
+
+
+def shifted_copy(t, mean):
+    """stumpy's _stump: a rolled copy made with two slice assignments."""
+    k = {"k": 1.0}["k"]
+    c = np.empty(mean.shape[0])
+    c[1:] = t[: mean.shape[0] - 1]
+    c[0] = t[-1]
+    c[:] = c - mean
+    return c * k
+
+
+def row_slice(a, i, m):
+    k = {"k": 1.0}["k"]
+    a[i, : m + 1] = 7.0 * k
+    return a
+
+
+def block_of_a_matrix(a, b, lo, hi):
+    k = {"k": 1.0}["k"]
+    a[lo:hi, 1:] = b[lo:hi, :-1] * 3.0 * k
+    return a
+
+
+def slice_of_a_view(a, b):
+    k = {"k": 1.0}["k"]
+    v = a[2:8]
+    v[1:4] = b[:3] + k
+    return a
+
+
+def slice_object_in_a_prange(a, lo, hi, step, out):
+    k = {"k": 1.0}["k"]
+    s = slice(lo, hi, step)
+    for i in prange(out.shape[0]):
+        out[i] = a[s].sum() + i * k
+    return out
+
+
+def slice_argument_in_a_prange(a, s, out):
+    k = {"k": 1.0}["k"]
+    for i in prange(out.shape[0]):
+        out[i] = a[s].sum() + i * k
+    return out
+
+
+def _module_of(backend):
+    def rounded(x):
+        k = {"k": 1.0}["k"]
+        return backend.ceil(x * k), backend.floor(x + k)
+    return rounded
+
+
+module_in_a_closure = _module_of(np)
+
+
+A10 = RNG.random(10)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, args", [
+    (slice_bounds_assigned, (A10.copy(), 2, 7)),
+    (slice_bounds_assigned, (A10.copy(), -7, -2)),
+    (slice_bounds_assigned, (A10.copy(), -70, 200)),
+    (slice_bounds_assigned, (A10.copy(), 6, 2)),            # empty
+    (slice_bounds_assigned, (A10.copy(), 3, 3)),            # empty
+    (slice_to_slice, (np.zeros(10), A10, 10)),
+    (slice_default_bounds, (A10.copy(), 4)),
+    (shifted_copy, (A10, RNG.random(8))),
+    (row_slice, (RNG.random((5, 10)), 2, 4)),
+    (row_slice, (RNG.random((5, 10)), -1, -4)),
+    (block_of_a_matrix, (np.zeros((6, 5)), RNG.random((6, 5)), 1, -1)),
+    (slice_of_a_view, (A10.copy(), A10)),
+    (slice_object_in_a_prange, (A10, 1, 9, 2, np.zeros(4))),
+    (slice_object_in_a_prange, (A10, 8, -10, -3, np.zeros(4))),
+    (slice_argument_in_a_prange, (A10, slice(-2, None, -3), np.zeros(4))),
+    (slice_argument_in_a_prange, (A10, slice(None, None, -1), np.zeros(4))),
+    (slice_argument_in_a_prange, (A10, slice(1, -1), np.zeros(4))),
+    (slice_argument_in_a_prange, (A10, slice(None, 4), np.zeros(4))),
+    (slice_argument_in_a_prange, (A10, slice(5, 2), np.zeros(4))),   # empty
+    (module_in_a_closure, (A10 * 7.0,)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_slices_and_globals_reach_the_loops_through_mlir(fn, args, target):
+    check(fn, *args, target=target)
+    f = ours(fn, target)
+    f(*args)
+    path = inspect_path(f)
+    assert path.path == "fallback" and path.reason
+    assert path.loops and all(loop.path == "mlir" for loop in path.loops), path.loops
+
+
+def test_a_slice_is_passed_as_its_integers():
+    f = njit(target="cpu")(block_of_a_matrix)
+    f(np.zeros((6, 5)), RNG.random((6, 5)), 1, -1)
+    parameters = [p for loop in inspect_path(f).loops for p in loop.parameters if not p.whole]
+    # a tuple of two slice<a:b>: start and stop of each, step 1 is known
+    assert sorted(p.path for p in parameters) == [(0, "start"), (0, "stop"),
+                                                   (1, "start"), (1, "stop")]
+    assert all(p.type == numba.intp for p in parameters)
+    g = njit(target="cpu")(slice_argument_in_a_prange)
+    g(A10, slice(1, None, 2), np.zeros(3))
+    assert [p.path for p in inspect_path(g).loops[0].parameters if not p.whole] == [
+        ("start",), ("stop",), ("step",)]
+
+
+def test_loops_with_slice_inputs_are_gpu_kernels_without_a_gpu():
+    f = njit(target="compile-only")(shifted_copy)
+    with pytest.raises(CompileOnlyError):
+        f(A10, RNG.random(8))
+    assert len(inspect_ptx(f)) == 2 and all(".entry" in text for text in inspect_ptx(f))
+
+
+# -- lists of scalars read or written inside a fallback function's loops -----------
+
+def list_read_in_a_loop(a, breakpoints):
+    """tslearn's cydist_sax: breakpoints given as a Python list."""
+    k = {"k": 1.0}["k"]
+    s = 0.0
+    for t in prange(a.shape[0]):
+        s += breakpoints[int(a[t]) % len(breakpoints)] * k
+    return s
+
+
+def list_built_in_host_code(a):
+    weights = [1.5, 2.5, 3.5]
+    k = {"k": 1.0}["k"]
+    out = np.empty(a.shape[0])
+    for t in prange(a.shape[0]):
+        out[t] = weights[t % 3] * a[t] * k + weights[-1]
+    return out
+
+
+def list_written_in_a_loop(a, values):
+    k = {"k": 1.0}["k"]
+    for t in prange(len(values)):
+        values[t] = values[t] * 2.0 + a[t] * k
+    return values[0]
+
+
+def list_of_flags(a, flags):
+    k = {"k": 1.0}["k"]
+    out = np.empty(a.shape[0])
+    for t in prange(a.shape[0]):
+        out[t] = a[t] * k if flags[t % len(flags)] else 0.0
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, args", [
+    (list_read_in_a_loop, (np.arange(10.0), [0.25, -1.0, 3.0])),
+    (list_built_in_host_code, (A10,)),
+    (list_of_flags, (A10, [True, False, True])),
+    (list_of_flags, (A10, [1, 0, 2])),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_lists_of_scalars_reach_the_loops_as_arrays(fn, args, target):
+    check(fn, *args, target=target)
+    f = ours(fn, target)
+    f(*args)
+    assert [loop.path for loop in inspect_path(f).loops] == ["mlir"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_list_the_loop_writes_is_reflected_to_python(target):
+    values = [float(i) for i in range(6)]
+    expected = list(values)
+    numba.njit(list_written_in_a_loop)(A10, expected)
+    assert ours(list_written_in_a_loop, target)(A10, values) == expected[0]
+    assert values == expected

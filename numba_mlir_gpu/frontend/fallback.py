@@ -11,12 +11,15 @@ naming it, unless the user asked for such loops to run on the CPU
 
 The outlined loop is a function of the variables it reads from the host
 code (its live-ins, in a fixed order) returning a tuple of those it defines
-that the host code uses afterwards (reduction results): a block of `Arg`
-assignments, the parfor itself, `return (outputs...)`. Its typemap and call
-types are the host function's own.
+that the host code uses afterwards (reduction results): a prologue binding
+the inputs (mostly `Arg` assignments; compile-time objects, slices and
+lists are bound otherwise, see loop_inputs.py), the parfor itself, `return
+(outputs...)`. Its typemap and call types are the host function's own, plus
+the prologue's.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import warnings
@@ -35,6 +38,8 @@ from ..lowering.argument_writes import written_arguments
 from ..lowering.errors import UnsupportedConstructError
 from ..targets.choice import choose_target
 from ..runtime.device_arrays import DeviceArrayType
+from .loop_inputs import (Binding, Parameter, bind_inputs, host_definitions,
+                          mark_written_list, parameter_value)
 from .residency import METADATA, DeviceMirrors, device_type, resident_candidates
 from .wrapper import CompileOnlyError, EntryCalls
 
@@ -62,6 +67,9 @@ class LoopPath:
     outputs: list[str]
     compiled: Optional[CompiledFunction]      # None: Numba's CPU parfor lowering
     reason: Optional[str] = None              # why not through MLIR
+    # the arguments of its MLIR function: inputs or parts of them (slices' integers)
+    parameters: list[Parameter] = field(default_factory=list)
+    written: set[int] = field(default_factory=set)   # parameters whose elements it may write
 
     @property
     def path(self) -> str:
@@ -136,9 +144,13 @@ def _compile_loops(state, typed_ir, reason: str, parfors: list, interfaces: list
                    resident: set) -> CompiledPath:
     allow_cpu = state.get("numba_mlir_gpu_unsupported_loops") == "cpu"
     loops, written = [], {name: False for name in resident}
+    definitions = host_definitions(state.func_ir)
     for parfor, (inputs, outputs) in zip(parfors, interfaces):
         loop = LoopPath(parfor.loc.line if parfor.loc else None, inputs, outputs, None)
-        loop_state = _loop_state(state, parfor, inputs, outputs, resident)
+        binding = bind_inputs(inputs, state.typemap, definitions, state.typingctx,
+                              parfor.init_block.scope, parfor.loc)
+        loop.parameters = binding.parameters
+        loop_state = _loop_state(state, parfor, binding, outputs, resident)
         try:
             loop.compiled = compile_state(loop_state, typed_ir)
         except UnsupportedConstructError as exc:
@@ -152,9 +164,11 @@ def _compile_loops(state, typed_ir, reason: str, parfors: list, interfaces: list
                 f"lowering (unsupported_loops='cpu'): {exc.construct}", loc=parfor.loc))
         else:
             parfor.lowerer = functools.partial(_call_loop, loop)
-            for index in written_arguments(loop_state.func_ir):
-                if inputs[index] in written:
-                    written[inputs[index]] = True
+            loop.written = written_arguments(loop_state.func_ir)
+            for index in loop.written:
+                name = binding.parameters[index].input
+                if name in written:
+                    written[name] = True
         loops.append(loop)
     return CompiledPath("fallback", reason, loops, written)
 
@@ -233,17 +247,17 @@ def _assigned(parfor: Parfor) -> set[str]:
     return names
 
 
-def _loop_state(state, parfor: Parfor, inputs: list[str], outputs: list[str],
+def _loop_state(state, parfor: Parfor, binding: Binding, outputs: list[str],
                 resident: set) -> StateDict:
-    """A compiler state whose function is the loop alone; `resident` arrays
-    come to it as device arrays."""
+    """A compiler state whose function is the loop alone, its inputs bound
+    by `binding`; `resident` arrays come to it as device arrays."""
     scope, loc = parfor.init_block.scope, parfor.loc
     block = ir.Block(scope, loc)
-    for i, name in enumerate(inputs):
-        block.append(ir.Assign(ir.Arg(name, i, loc), ir.Var(scope, name, loc), loc))
+    block.body = list(binding.prologue)
     block.append(parfor)
-    typemap = dict(state.typemap)
-    for name in resident & set(inputs):
+    typemap = {**state.typemap, **binding.typemap}
+    params = binding.parameters
+    for name in resident & {p.input for p in params if p.whole}:
         typemap[name] = device_type(typemap[name])
     results = ir.Var(scope, "$loop_results", loc)
     block.append(ir.Assign(ir.Expr.build_tuple([ir.Var(scope, n, loc) for n in outputs], loc),
@@ -254,12 +268,16 @@ def _loop_state(state, parfor: Parfor, inputs: list[str], outputs: list[str],
     restype = types.Tuple([state.typemap[n] for n in outputs])
     typemap[results.name] = typemap[returned.name] = restype
     loop = StateDict(state)
-    loop.func_ir = state.func_ir.derive({0: block}, arg_count=len(inputs),
-                                        arg_names=tuple(inputs), force_non_generator=True)
+    loop.func_ir = state.func_ir.derive({0: block}, arg_count=len(params),
+                                        arg_names=tuple(p.name for p in params),
+                                        force_non_generator=True)
     # derive keeps the host's definitions: an input is an argument here
     loop.func_ir._definitions = build_definitions(loop.func_ir.blocks)
     loop.typemap = typemap
-    loop.args = tuple(typemap[n] for n in inputs)
+    # the host's call types stay the host's: the prologue's calls are the loop's own
+    loop.calltypes = copy.copy(state.calltypes)
+    loop.calltypes.update(binding.calltypes)
+    loop.args = tuple(typemap[p.name] for p in params)
     loop.return_type = restype
     return loop
 
@@ -274,15 +292,26 @@ def _call_loop(loop: LoopPath, lowerer: HostLower, parfor: Parfor) -> None:
                 "compiled with target 'compile-only': its GPU code was built but nothing "
                 "runs",))
         return
-    mirrors = lowerer.mirrors
-    argtypes = [mirrors.type_of(lowerer, n) if n in mirrors else lowerer.typeof(n)
-                for n in loop.inputs]
-    args = [mirrors.load(lowerer, n) if n in mirrors else lowerer.loadvar(n)
-            for n in loop.inputs]
+    argtypes = [_parameter_type(lowerer, p) for p in loop.parameters]
+    args = [_parameter_value(lowerer, p) for p in loop.parameters]
     restype = types.Tuple([lowerer.typeof(n) for n in loop.outputs])
     results = lowerer.call_entry(loop.compiled, argtypes, args, restype)
+    for index in loop.written:
+        mark_written_list(lowerer, loop.parameters[index])
     for i, name in enumerate(loop.outputs):
         lowerer.storevar(builder.extract_value(results, i), name)
+
+
+def _parameter_type(lowerer: HostLower, parameter: Parameter) -> types.Type:
+    if parameter.whole and parameter.input in lowerer.mirrors:
+        return lowerer.mirrors.type_of(lowerer, parameter.input)
+    return parameter.type
+
+
+def _parameter_value(lowerer: HostLower, parameter: Parameter):
+    if parameter.whole and parameter.input in lowerer.mirrors:
+        return lowerer.mirrors.load(lowerer, parameter.input)
+    return parameter_value(lowerer, parameter, lowerer.loadvar(parameter.input))
 
 
 # -- what host code may do with GPU arrays ----------------------------------------
