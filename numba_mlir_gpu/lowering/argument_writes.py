@@ -222,11 +222,15 @@ def _writes_arguments(fn, expr) -> list:
 
 
 def _note_expr(func_ir, target: str, expr, aliases: Aliases, targets: set) -> None:
-    """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`);
+    """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`),
+    a tuple its items;
     in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
     if expr.op in ("getitem", "static_getitem", "getattr"):
         aliases.note(target, expr.value.name)
+    elif expr.op == "build_tuple":      # `t = (a, b); t[k][i] = v` writes a or b
+        for item in expr.items:
+            aliases.note(target, item.name)
     elif expr.op == "inplace_binop":
         targets.add(expr.lhs.name)
         aliases.note(target, expr.lhs.name)

@@ -7,13 +7,13 @@ from __future__ import annotations
 from numba.core import types
 from numba.core.typing import signature
 
-from .._mlir import arith
+from .._mlir import arith, memref
 from . import casts, iteration
 from .build import cmpi, const, select
 from .errors import UnsupportedConstructError
 from .indexing import load_item, static_index
 from .registry import expr_rules, inplace_array_rules
-from .types import is_scalar
+from .types import is_fortran, is_scalar, strided_memref_type
 from .values import ArrayValue, FlatValue, IterPair, TupleValue
 
 
@@ -45,8 +45,8 @@ def lower_unary(lw, expr, target):
 
 @expr_rules.register("call")
 def lower_call(lw, expr, target):
-    if expr.vararg is not None or expr.varkwarg is not None:
-        raise UnsupportedConstructError("calls with *args or **kwargs", expr.loc)
+    if expr.varkwarg is not None:
+        raise UnsupportedConstructError("calls with **kwargs", expr.loc)
     sig = lw.calltypes[expr]
     if len(expr.args) > 1 and len(sig.args) == 1 and isinstance(sig.args[0], types.BaseTuple):
         # f(*args) typed as one star-tuple argument: spread it again.
@@ -56,8 +56,24 @@ def lower_call(lw, expr, target):
     for i, var in enumerate(expr.args):
         want = sig.args[i] if i < len(sig.args) else lw.typeof(var.name)
         args.append(lw.read_as(var, want))
+    if expr.vararg is not None:
+        args += _star_arguments(lw, expr, sig, len(args))
     result = lw.call(callee, args, sig, expr)
     return _result(lw, result, sig.return_type, target)
+
+
+def _star_arguments(lw, expr, sig, first: int) -> list:
+    """`f(x, *t)`: the items of the tuple `t` as further positional
+    arguments, as Numba types the call (its signature lists them one by
+    one; Numba's np.iinfo builds its result as `iinfo(*data)`)."""
+    star = lw.read(expr.vararg)
+    if not isinstance(star, TupleValue):
+        raise UnsupportedConstructError(
+            f"calls with *args of {lw.typeof(expr.vararg.name)}", expr.loc)
+    if first + len(star.items) != len(sig.args):
+        raise UnsupportedConstructError("this call with *args", expr.loc)
+    return [casts.cast(item, item_ty, want) for item, item_ty, want
+            in zip(star.items, star.type.types, sig.args[first:])]
 
 
 @expr_rules.register("getattr")
@@ -97,18 +113,22 @@ def _item(lw, value, index, index_ty, expr, target):
             return item
         return _result(lw, item, value.type.dtype, target)
     if isinstance(value, TupleValue) and isinstance(types.unliteral(index_ty), types.Integer):
-        return _result(lw, _tuple_item(lw, value, index, types.unliteral(index_ty), expr),
-                       value.type.dtype, target)
+        item = _tuple_item(lw, value, index, types.unliteral(index_ty), expr)
+        if isinstance(item, ArrayValue):
+            return item
+        return _result(lw, item, value.type.dtype, target)
     raise UnsupportedConstructError(
         f"indexing a value of type {lw.typeof(expr.value.name)} with {index_ty}", expr.loc)
 
 
 def _tuple_item(lw, value: TupleValue, index, index_ty, expr):
-    """A homogeneous tuple of scalars indexed at run time: a chain of
-    selects (negative indices wrap); out of range raises IndexError."""
+    """A homogeneous tuple of scalars or arrays indexed at run time: a chain
+    of selects (negative indices wrap); out of range raises IndexError."""
     ty = value.type
-    if not isinstance(ty, types.UniTuple) or not is_scalar(types.unliteral(ty.dtype)) \
-            or not value.items:
+    dtype = types.unliteral(getattr(ty, "dtype", None))
+    if not isinstance(ty, types.UniTuple) or not value.items or not (
+            is_scalar(dtype) or (isinstance(dtype, types.Array)
+                                 and all(isinstance(v, ArrayValue) for v in value.items))):
         raise UnsupportedConstructError(f"indexing {ty} at run time", expr.loc)
     n = len(value.items)
     index = casts.cast(index, index_ty, types.intp)
@@ -118,10 +138,29 @@ def _tuple_item(lw, value: TupleValue, index, index_ty, expr):
     outside = arith.OrIOp(cmpi("slt", index, const(types.intp, 0)),
                           cmpi("sge", index, const(types.intp, n))).result
     lw.errors.raise_if(lw, outside, lw.errors.code(IndexError, ("tuple index out of range",)))
-    result = value.items[0]
-    for i, item in enumerate(value.items[1:], 1):
+    items = value.items if is_scalar(dtype) else _common_memrefs(value.items, dtype, expr.loc)
+    result = items[0]
+    for i, item in enumerate(items[1:], 1):
         result = select(cmpi("eq", index, const(types.intp, i)), item, result)
-    return result
+    if is_scalar(dtype):
+        return result
+    # It aliases one of the members (a view: returned as a copy, as the
+    # member it stands for cannot be told at compile time).
+    return ArrayValue(result, value.items[0].type if items is not value.items else dtype,
+                      view=True)
+
+
+def _common_memrefs(arrays: list, dtype: types.Array, loc) -> list:
+    """The members' memrefs, of one MLIR type for arith.select: as they are
+    when they agree, else cast to the strided type of the tuple's dtype
+    (members of one Numba type may be held as views or as new arrays)."""
+    memrefs = [a.memref for a in arrays]
+    if all(m.type == memrefs[0].type and a.type == arrays[0].type for m, a in zip(memrefs, arrays)):
+        return memrefs
+    if any(is_fortran(a.type) for a in arrays):
+        raise UnsupportedConstructError(f"indexing a tuple of {dtype} at run time", loc)
+    strided = strided_memref_type(dtype)
+    return [m if m.type == strided else memref.CastOp(strided, m).result for m in memrefs]
 
 
 @expr_rules.register("build_tuple")

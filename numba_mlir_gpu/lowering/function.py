@@ -8,7 +8,6 @@ are bound once as Python-side values (see values.py).
 from __future__ import annotations
 
 import contextlib
-import operator
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -25,11 +24,12 @@ from .carried import CarriedArrays, carried_arrays
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
-                       method_rules, stmt_rules, ufunc_rules, unary_rules)
+                       method_rules, stmt_rules, tuple_operator_rules, ufunc_rules,
+                       unary_rules)
 from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
                     storage_type)
-from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, ReturnPlan,
-                     SliceValue, TupleValue, any_array)
+from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, RangeSlots, RangeValue,
+                     ReturnPlan, SliceValue, TupleValue, any_array)
 
 
 class Scope:
@@ -239,6 +239,8 @@ class FunctionLowerer:
         value = self.scope.find_value(var.name)
         if value is None:
             raise UnsupportedConstructError(f"reading variable '{var.name}' here", var.loc)
+        if isinstance(value, RangeSlots):
+            return RangeValue(*(memref.LoadOp(slot, []).result for slot in value.slots()))
         return value
 
     def read_as(self, var: nir.Var, ty: types.Type):
@@ -262,6 +264,9 @@ class FunctionLowerer:
                 slot = self.scope.slots[name] = self.new_slot(ty)
             self.store_slot(value, slot, ty)
             return
+        if isinstance(value, RangeValue) and isinstance(types.unliteral(ty), types.RangeType):
+            self._write_range(name, value)
+            return
         bound = self.scope.values.get(name)
         carried = name in self.carried.names and self.region is self.body_region
         if bound is not None and bound is not value and not carried:
@@ -269,6 +274,17 @@ class FunctionLowerer:
                 f"assigning variable '{name}' of type {ty} more than once "
                 "(only scalars may be reassigned)", self.loc)
         self.scope.values[name] = value
+
+    def _write_range(self, name: str, value: RangeValue) -> None:
+        """A range object lives in three i64 slots (start, stop, step), so
+        that it may be assigned in several places (`r = range(0, n) if g >= 0
+        else range(-g, n)`) and the branches merge like scalars do."""
+        slots = self.scope.find_value(name)
+        if not isinstance(slots, RangeSlots):
+            slots = self.scope.values[name] = RangeSlots(
+                *(self.new_slot(types.int64) for _ in range(3)))
+        for part, slot in zip((value.start, value.stop, value.step), slots.slots()):
+            memref.StoreOp(part, slot, [])
 
     def bind_scalar(self, name: str, value: ir.Value, scope: Scope) -> None:
         """Give `name` a fresh slot in `scope` holding `value`."""
@@ -361,6 +377,9 @@ class FunctionLowerer:
                 return rule(self, args, sig, expr)
             if isinstance(callee.obj, (types.NumberClass, types.Number)) and len(args) == 1:
                 return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
+            if isinstance(callee.obj, type) and issubclass(callee.obj, tuple) and \
+                    isinstance(sig.return_type, types.BaseNamedTuple):
+                return self._named_tuple(args, sig, expr)
             if isinstance(callee.obj, type) and issubclass(callee.obj, BaseException):
                 return PyValue(ExceptionValue(callee.obj, tuple(
                     a.obj if isinstance(a, PyValue) else "<value computed at run time>"
@@ -370,15 +389,25 @@ class FunctionLowerer:
             return calls.call_jitted(self, *implementation, args, expr, sig.return_type)
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
+    def _named_tuple(self, args: list, sig, expr) -> TupleValue:
+        """A namedtuple class called with its fields in order (Numba's
+        np.iinfo / np.finfo results): a tuple whose fields `getattr` reads."""
+        ty = sig.return_type
+        if len(args) != len(ty.types) or expr.kws:
+            raise UnsupportedConstructError(f"constructing {ty} this way", expr.loc)
+        return TupleValue([casts.cast(a, t, item_ty) for a, t, item_ty
+                           in zip(args, sig.args, ty.types)], ty)
+
     def binop(self, fn, lhs, rhs, sig, expr):
         # element-wise operators on arrays; others (`@`) have rules of their own
         rule = array_operator_rules.get(fn) if any_array((lhs, rhs)) else None
         if rule is not None:
             return rule(self, fn, [lhs, rhs], sig, expr)
-        if fn in (operator.add, operator.iadd) and isinstance(lhs, TupleValue) and \
-                isinstance(rhs, TupleValue):
-            # tuple concatenation (shape arithmetic in Numba's implementations)
-            return TupleValue(lhs.items + rhs.items, types.unliteral(sig.return_type))
+        if isinstance(lhs, TupleValue) or isinstance(rhs, TupleValue):
+            # shape arithmetic and comparisons in Numba's implementations
+            rule = tuple_operator_rules.get(fn)
+            if rule is not None:
+                return rule(self, fn, [lhs, rhs], sig, expr)
         rule = binop_rules.get(fn)
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
@@ -407,6 +436,9 @@ class FunctionLowerer:
         rule = attr_rules.get_by_type(types.unliteral(ty), attr)
         if rule is not None:
             return rule(self, value, ty, expr)
+        if isinstance(value, TupleValue) and isinstance(value.type, types.BaseNamedTuple) \
+                and attr in value.type.fields:
+            return value.items[value.type.fields.index(attr)]     # a field by name
         if isinstance(self.typeof(target), types.BoundFunction):
             return BoundMethod(value, attr)
         raise UnsupportedConstructError(f"the attribute '.{attr}' of {ty}", expr.loc)

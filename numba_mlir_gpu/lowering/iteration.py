@@ -1,5 +1,6 @@
-"""`for` loops: iterators over ranges, arrays (elements or rows) and
-`enumerate`, as Numba's getiter / iternext / pair_first / pair_second."""
+"""`for` loops: iterators over ranges, arrays (elements or rows),
+`enumerate`, `zip` and `np.ndenumerate`, as Numba's getiter / iternext /
+pair_first / pair_second."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,14 +8,15 @@ from dataclasses import dataclass
 from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
-from .arrays import load_element, size_of
-from .build import cmpi, const, const_i64, dim, select, to_i64, to_index
+from .arrays import load_element, shape_of, size_of
+from .build import cmpi, const, const_i64, const_index, dim, select, to_i64, to_index
 from .errors import UnsupportedConstructError
 from .indexing import VIEW, flat_indices
+from .loops import delinearize
 from .registry import getitem_rules
 from .types import scalar_type
-from .values import (ArrayValue, EnumerateValue, FlatValue, IterPair, RangeIter,
-                     RangeValue, TupleValue)
+from .values import (ArrayValue, EnumerateValue, FlatValue, IterPair, NdEnumerateValue,
+                     RangeIter, RangeValue, TupleValue, ZipValue)
 
 
 @dataclass
@@ -38,6 +40,20 @@ class EnumerateIter:
     count: RangeIter
 
 
+@dataclass
+class NdEnumerateIter:
+    """np.ndenumerate: the elements in C order with their index tuples."""
+    range: RangeIter
+    array: ArrayValue
+
+
+@dataclass
+class ZipIter:
+    """zip(...): one iterator per iterable, stepped together; the pair is
+    valid while all of them are (Python's zip stops at the shortest)."""
+    inners: list
+
+
 def getiter(lw, value, ty, expr):
     if isinstance(value, RangeValue):
         counter = lw.new_slot(types.int64)
@@ -56,6 +72,12 @@ def getiter(lw, value, ty, expr):
     if isinstance(value, EnumerateValue):
         count = getiter(lw, RangeValue(const_i64(0), const_i64(2 ** 62), const_i64(1)), None, expr)
         return EnumerateIter(getiter(lw, value.iterable, value.type, expr), count)
+    if isinstance(value, NdEnumerateValue):
+        stop = size_of(value.array)
+        return NdEnumerateIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None,
+                                       expr), value.array)
+    if isinstance(value, ZipValue):
+        return ZipIter([getiter(lw, v, t, expr) for v, t in zip(value.iterables, value.types)])
     raise UnsupportedConstructError(f"iterating over {ty}", expr.loc)
 
 
@@ -81,6 +103,14 @@ def iternext(lw, it, expr):
         index = iternext(lw, it.count, expr).value
         ty = types.Tuple([types.intp, item_type(it.inner)])
         return IterPair(TupleValue([index, item.value], ty), item.valid)
+    if isinstance(it, NdEnumerateIter):
+        return _ndenumerate_next(lw, it, expr)
+    if isinstance(it, ZipIter):
+        steps = [iternext(lw, inner, expr) for inner in it.inners]
+        valid = steps[0].valid
+        for step in steps[1:]:
+            valid = arith.AndIOp(valid, step.valid).result
+        return IterPair(TupleValue([step.value for step in steps], item_type(it)), valid)
     raise UnsupportedConstructError("this iterator", expr.loc)
 
 
@@ -93,7 +123,27 @@ def item_type(it) -> types.Type:
         return it.item_type
     if isinstance(it, FlatIter):
         return it.flat.array.type.dtype
+    if isinstance(it, NdEnumerateIter):
+        ty = it.array.type
+        return types.Tuple([types.UniTuple(types.intp, ty.ndim), ty.dtype])
+    if isinstance(it, ZipIter):
+        return types.Tuple([item_type(inner) for inner in it.inners])
     return types.Tuple([types.intp, item_type(it.inner)])
+
+
+def _ndenumerate_next(lw, it: NdEnumerateIter, expr) -> IterPair:
+    """The C-order position k as an index tuple (delinearized over extents
+    of at least 1, so that an empty array divides by no zero) and the
+    element there, read only while valid."""
+    step = iternext(lw, it.range, expr)
+    k = to_index(select(step.valid, step.value, const_i64(0)))
+    one = const_index(1)
+    extents = [select(cmpi("eq", e, const_index(0)), one, e) for e in shape_of(it.array)]
+    indices = delinearize(k, extents)
+    index = TupleValue([to_i64(i) for i in indices],
+                       types.UniTuple(types.intp, it.array.type.ndim))
+    value = _guarded_load(it.array, indices, step.valid)
+    return IterPair(TupleValue([index, value], item_type(it)), step.valid)
 
 
 def _array_item(lw, it: ArrayIter, index, valid, expr):

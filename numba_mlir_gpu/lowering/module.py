@@ -1,6 +1,8 @@
 """One MLIR module: the entry function and every jitted function it calls."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -68,7 +70,9 @@ class ModuleLowering:
                     f"compiling the implementation {py_func.__qualname__} ({first_line})",
                     loc) from None
             self._started += 1
-            name = f"{py_func.__name__}_{self._started}_{'k' if in_kernel else 'h'}"
+            # only [A-Za-z0-9_]: NVPTX refuses other characters in symbols (`<lambda>`)
+            base = re.sub(r"[^A-Za-z0-9_]", "_", py_func.__name__)
+            name = f"{base}_{self._started}_{'k' if in_kernel else 'h'}"
             self.callee_fastmath[name] = fastmath_flags(self.dispatcher_fastmath.get(py_func))
             lowerer = FunctionLowerer(state, self, name, entry=False,
                                       parallel_depth=1 if in_kernel else 0)

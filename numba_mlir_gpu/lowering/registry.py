@@ -52,6 +52,9 @@ binop_rules = Registry("binary operators")       # key: operator function
 unary_rules = Registry("unary operators")        # key: operator function
 call_rules = Registry("calls")                   # key: the Python callee
 method_rules = Registry("methods")               # key: (receiver type class, name)
+# Operators with a tuple operand (comparisons, concatenation, `in`), tried
+# before the scalar rules: rule(lw, fn, [lhs, rhs], sig, expr)
+tuple_operator_rules = Registry("operators on tuples")     # key: operator function
 attr_rules = Registry("attributes")              # key: (value type class, attr)
 
 # Operations with array operands, element by element (NumPy broadcasting)

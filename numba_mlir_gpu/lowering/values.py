@@ -71,6 +71,18 @@ class RangeValue:
 
 
 @dataclass
+class RangeSlots:
+    """A range variable's storage: rank-0 i64 slots (memref<i64>) of its
+    start, stop and step, written by every assignment (function.py)."""
+    start: ir.Value
+    stop: ir.Value
+    step: ir.Value
+
+    def slots(self) -> tuple:
+        return self.start, self.stop, self.step
+
+
+@dataclass
 class RangeIter:
     counter: ir.Value      # memref<i64> slot holding the next value
     stop: ir.Value
@@ -82,6 +94,19 @@ class EnumerateValue:
     """enumerate(iterable), before iteration starts."""
     iterable: object
     type: object              # the iterable's Numba type
+
+
+@dataclass
+class NdEnumerateValue:
+    """np.ndenumerate(array), before iteration starts."""
+    array: "ArrayValue"
+
+
+@dataclass
+class ZipValue:
+    """zip(a, b, ...), before iteration starts."""
+    iterables: list
+    types: list               # the iterables' Numba types
 
 
 @dataclass

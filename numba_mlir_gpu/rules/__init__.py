@@ -18,6 +18,7 @@ module: a rule that needs another operation looks it up in the registries.
     reductions    argmin/argmax, min/max, sum(axis=), any/all
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
+    tuples        comparisons, concatenation and `in` on tuples
 """
 from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
-               mathlib, npufuncs, reductions, scalars, scans, views)
+               mathlib, npufuncs, reductions, scalars, scans, tuples, views)

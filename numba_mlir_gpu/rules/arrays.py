@@ -1,4 +1,4 @@
-"""Array attributes (`.shape`, `.size`, `.ndim`, `len`), copies, and the
+"""Array attributes (`.shape`, `.strides`, `.dtype`, `.size`, `.ndim`, `len`), copies, and the
 NumPy functions that make arrays from a shape (np.empty, np.zeros, np.full,
 the *_like forms), plus the helpers Numba's own implementations call
 (its shape check, dtype objects, the start values of min/max)."""
@@ -12,7 +12,7 @@ from numba.np.unsafe.ndarray import empty_inferred
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import get_type_max_value, get_type_min_value
 
-from .._mlir import arith, ir
+from .._mlir import arith, ir, memref
 from ..lowering.arrays import allocate, copy_array, fill, shape_of, size_of
 from ..lowering.build import cmpi, const, const_i64, dim, to_i64, to_index
 from ..lowering.casts import cast
@@ -24,6 +24,39 @@ from ..lowering.values import ArrayValue, PyValue, TupleValue
 @attr_rules.register((types.Array, "shape"))
 def attr_shape(lw, array, ty, expr):
     return TupleValue([to_i64(d) for d in shape_of(array)], types.UniTuple(types.intp, ty.ndim))
+
+
+@attr_rules.register((types.Array, "strides"))
+def attr_strides(lw, array, ty, expr):
+    """Strides in bytes: the memref's element strides times the item size
+    (metadata only, so also inside kernels). The memref of a C-contiguous
+    array has the identity layout, so its strides follow from the extents;
+    NumPy may report other strides for axes of extent 1 or 0, which no
+    element access can tell apart."""
+    if lw.target.gpu and not _keeps_argument_strides(lw):
+        raise UnsupportedConstructError(
+            "'.strides' on the GPU target where arrays may be non-contiguous arguments "
+            "(their GPU copies are C-contiguous)", expr.loc)
+    rank = array.type.ndim
+    meta = memref.ExtractStridedMetadataOp(array.memref).results
+    itemsize = const_i64(np.dtype(str(array.type.dtype)).itemsize)
+    strides = [arith.MulIOp(to_i64(s), itemsize).result for s in meta[2 + rank:2 + 2 * rank]]
+    return TupleValue(strides, types.UniTuple(types.intp, rank))
+
+
+def _keeps_argument_strides(lw) -> bool:
+    """On the GPU target array arguments are used through C-contiguous
+    copies: their strides are NumPy's only when every array argument is
+    C-contiguous (or already on the device), which only the entry knows."""
+    return lw.entry and all(not isinstance(t, types.Array) or t.layout == "C"
+                            for arg in lw.argtypes
+                            for t in (arg.types if isinstance(arg, types.BaseTuple) else [arg]))
+
+
+@attr_rules.register((types.Array, "dtype"))
+def attr_dtype(lw, array, ty, expr):
+    """A compile-time dtype object (np.finfo(a.dtype), a.dtype.type(0))."""
+    return PyValue(types.DType(types.unliteral(ty).dtype))
 
 
 @attr_rules.register((types.Array, "size"))

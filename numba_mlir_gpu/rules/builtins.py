@@ -1,17 +1,22 @@
 """Python builtins that make values: `range` (and `prange`), `enumerate`,
-`bool`, and the scalar conversions `int(x)`, `float(x)`, `np.float32(x)`, ..."""
+`zip`, `np.ndenumerate`, `bool`, the scalar conversions `int(x)`, `float(x)`,
+`np.float32(x)`, ..., and the functions of the `operator` module called as
+values (`op(a, b)` with `op = operator.gt`, as in np.ptp), and
+`numba.get_num_threads()`."""
 from __future__ import annotations
+
+import operator
 
 import numba
 import numpy as np
-from numba.core import types
+from numba.core import config, types
 from numba.parfors import parfor
 
-from ..lowering.build import const_i64
+from ..lowering.build import const, const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import call_rules
-from ..lowering.values import EnumerateValue, RangeValue
+from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
 
 
 @call_rules.register(range, numba.prange, parfor.internal_prange)
@@ -29,6 +34,20 @@ def builtin_enumerate(lw, args, sig, expr):
     if len(args) != 1:
         raise UnsupportedConstructError("enumerate with a start", expr.loc)
     return EnumerateValue(args[0], sig.args[0])
+
+
+@call_rules.register(zip)
+def builtin_zip(lw, args, sig, expr):
+    if not args:
+        raise UnsupportedConstructError("zip() of nothing", expr.loc)
+    return ZipValue(list(args), [types.unliteral(t) for t in sig.args])
+
+
+@call_rules.register(np.ndenumerate)
+def numpy_ndenumerate(lw, args, sig, expr):
+    if len(args) != 1 or not isinstance(args[0], ArrayValue):
+        raise UnsupportedConstructError(f"np.ndenumerate of {sig.args[0]}", expr.loc)
+    return NdEnumerateValue(args[0])
 
 
 @call_rules.register(bool)
@@ -52,3 +71,41 @@ call_rules.register(*(getattr(np, name) for name in (
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "intp", "uintp")))(_convert)
 
+
+
+# -- functions of the operator module, called as values -------------------------
+
+def _operator_call(fn, binary: bool):
+    """`op(a, b)` where `op` is `operator.gt` (a free variable of Numba's
+    np.ptp, sort and partition implementations): the operator itself, on
+    scalars, tuples or arrays alike. One difference: a division called this
+    way follows NumPy's error model (no ZeroDivisionError), as ufuncs do."""
+    def rule(lw, args, sig, expr):
+        if len(args) != (2 if binary else 1):
+            raise UnsupportedConstructError(f"operator.{fn.__name__} with {len(args)} arguments",
+                                            expr.loc)
+        return lw.binop(fn, *args, sig, expr) if binary else lw.unary(fn, args[0], sig, expr)
+    return rule
+
+
+for _fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+            operator.mod, operator.pow, operator.and_, operator.or_, operator.xor,
+            operator.lshift, operator.rshift, operator.eq, operator.ne, operator.lt,
+            operator.le, operator.gt, operator.ge, operator.contains, operator.is_,
+            operator.is_not):
+    call_rules.register(_fn)(_operator_call(_fn, binary=True))
+for _fn in (operator.neg, operator.pos, operator.not_, operator.invert):
+    call_rules.register(_fn)(_operator_call(_fn, binary=False))
+
+
+@call_rules.register(numba.get_num_threads)
+def numba_get_num_threads(lw, args, sig, expr):
+    """numba.get_num_threads(): NUMBA_NUM_THREADS, a compile-time constant.
+    It is the number of workers the CPU target's MLIR async runtime runs
+    parallel loops on (compiler/driver.cpu_threads) and what Numba returns
+    unless numba.set_num_threads() lowered it for the calling thread, which
+    our code does not follow (its worker count is fixed when compiled).
+    Numba's implementation calls its threading layer through a ctypes pointer
+    (host-only, and an address no cached code could keep); a constant also
+    serves host code on the GPU target and kernels."""
+    return const(types.unliteral(sig.return_type), max(1, int(config.NUMBA_NUM_THREADS)))

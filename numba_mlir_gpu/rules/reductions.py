@@ -1,5 +1,5 @@
 """NumPy reductions lowered directly: argmin/argmax (whole array and
-`axis=`) and `sum(axis=)`.
+`axis=`), `sum(axis=)`, any/all and `v in array`.
 
 Numba implements these with constructs we do not lower (IndexValue pairs,
 transposed views, `resolve_getattr`); rewrites.py keeps argmin/argmax away
@@ -18,6 +18,7 @@ import operator
 
 import numpy as np
 from numba.core import types
+from numba.core.typing import signature
 
 from .._mlir import arith, ir, scf
 from ..lowering.arrays import allocate, fill, load_element, shape_of, size_of, store_element
@@ -27,10 +28,10 @@ from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for, product
 from ..lowering.operands import (AxisLines, array_operand, axis_value, call_operands,
                                  constant_operand)
-from ..lowering.registry import call_rules, method_rules
+from ..lowering.registry import binop_rules, call_rules, method_rules
 from ..lowering.structured import extreme_beats, reduce_along
 from ..lowering.substitutes import sum_with_axis
-from ..lowering.values import ArrayValue
+from ..lowering.values import ArrayValue, TupleValue
 from ..parallel.folds import fold_elements
 from ..parallel.reduction import NAN_MAX, NAN_MIN, Reduction
 
@@ -319,3 +320,30 @@ def _any_or_all(is_any: bool):
 for _is_any, _fn in ((True, np.any), (False, np.all)):
     call_rules.register(_fn)(_any_or_all(_is_any))
     method_rules.register((types.Array, _fn.__name__))(_any_or_all(_is_any))
+
+
+# -- `v in array` -------------------------------------------------------------------
+
+@binop_rules.register(operator.contains)
+def array_contains(lw, args, sig, expr):
+    """`v in a` (lhs is the container): some element equals `v`, compared as
+    Numba's np_contains does (`x == key`, both in their unified type). An
+    "any" fold over all elements (no early exit: parallel at the top level,
+    sequential inside a parallel body)."""
+    array, key = args
+    if not isinstance(array, ArrayValue):
+        raise UnsupportedConstructError(f"'in' on {sig.args[0]}", expr.loc)
+    dtype, key_ty = array.type.dtype, types.unliteral(sig.args[1])
+    ty = lw.mlower.typingctx.unify_types(dtype, key_ty)
+    equal = binop_rules.get(operator.eq)
+    if ty is None or isinstance(key, (ArrayValue, TupleValue)) or equal is None:
+        raise UnsupportedConstructError(f"'in' of {key_ty} on {sig.args[0]}", expr.loc)
+    key = cast(key, key_ty, ty)
+    found = Reduction("any", types.uint8, max, 0)
+    i8 = ir.IntegerType.get_signless(8)
+
+    def step(k, v, accs):
+        hit = equal(lw, [cast(v, dtype, ty), key], signature(types.boolean, ty, ty), expr)
+        return [found.combine(accs[0], arith.ExtUIOp(i8, hit).result)]
+    (result,) = fold_elements(lw, array, [found], step)
+    return cmpi("ne", result, const(types.uint8, 0))
