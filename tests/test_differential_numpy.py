@@ -109,3 +109,87 @@ def test_bug_math_pow_integer_exponent(target):
 
     a, b = np.int64(-1), np.int64(2 ** 53 + 1)
     assert _ours(f, target)(a, b) == math.pow(a, b) == numba.njit(f)(a, b) == 1.0
+
+
+# Found by the GPU machine's full-grid shard (2026-11-25), all on the CPU target too.
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_power_narrow_int_array_python_int(target):
+    """np.power(int16 array, 3): the verifier refused math.ipowi of i16 and i64; and an
+    integer np.power passes through float64 as in Numba's ufunc loop."""
+    def f(a, b):
+        return np.power(a, b)
+
+    a = np.array([0, 3, -17867, 32767], np.int16)
+    for b in (3, 8, 30):
+        np.testing.assert_array_equal(_ours(f, target)(a, b), numba.njit(f)(a, b))
+    big = np.array([3], np.int64)        # 3**39 > 2**53: rounded as in Numba
+    np.testing.assert_array_equal(_ours(f, target)(big, 39), numba.njit(f)(big, 39))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_mixed_sign_modulo(target):
+    """uint64 % int64 is an int64 modulo (both operands cast to the result type)."""
+    def f(a, b):
+        return a % b, a // b
+
+    a, b = np.uint64(12575717450217256043), 5
+    assert _ours(f, target)(a, b) == numba.njit(f)(a, b)
+
+    def g(a, b):
+        return a % b
+
+    arr = np.array([12575717450217256043, 7], np.uint64)
+    np.testing.assert_array_equal(_ours(g, target)(arr, 5), numba.njit(g)(arr, 5))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_mixed_sign_comparison(target):
+    """A signed and an unsigned integer typed as such (np.less's 'Qq->?'-style loops;
+    Numba 0.68.0's scalar comparisons) compare exactly, whichever side is which; where
+    Numba types the comparison as float64 (0.68.1's `a < b`) both sides round first."""
+    def less(a, b):
+        return np.less(a, b)
+
+    def op(a, b):
+        return a < b
+
+    def loop(a, b):
+        out = np.empty(a.shape[0], np.bool_)
+        for i in prange(a.shape[0]):
+            out[i] = a[i] < b[i]
+        return out
+
+    a = np.array([2 ** 63 - 2, -1, 5, -(2 ** 63)], np.int64)
+    b = np.array([2 ** 63 - 1, 0, 5, 2 ** 64 - 1], np.uint64)
+    for fn in (less, op, loop):
+        for x, y in ((a, b), (b, a)):
+            np.testing.assert_array_equal(_ours(fn, target)(x, y), numba.njit(fn)(x, y))
+    np.testing.assert_array_equal(_ours(less, target)(a, b), a.astype(object) < b.astype(object))
+    np.testing.assert_array_equal(_ours(less, target)(b, a), b.astype(object) < a.astype(object))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_math_ceil_of_int_through_float64(target):
+    """Numba's math.ceil of an integer goes through float64; np.ceil is the identity."""
+    def f(a):
+        return math.ceil(a), math.floor(a), math.trunc(a)
+
+    def g(a):
+        return np.ceil(a)
+
+    for v in (np.int64(2 ** 62 - 1), np.int64(-(2 ** 63) + 1), np.uint64(2 ** 63 + 1), 7):
+        assert _ours(f, target)(v) == numba.njit(f)(v)
+    arr = np.array([2 ** 62 - 1, 2 ** 63 + 1], np.uint64)
+    np.testing.assert_array_equal(_ours(g, target)(arr), numba.njit(g)(arr))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_abs_of_bool_array(target):
+    def f(a):
+        return np.abs(a)
+
+    a = np.array([True, False, True])
+    got = _ours(f, target)(a)
+    assert got.dtype == numba.njit(f)(a).dtype
+    np.testing.assert_array_equal(got, a)

@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 from numba.core import types
+from numba.np.arraymath import _np_round_float
 
 from .._mlir import arith, math
 from ..lowering.build import cmpf, cmpi, const, less_than, select
@@ -62,22 +63,31 @@ def absolute(lw, args, sig, expr):
         return math.AbsFOp(x).result
     if isinstance(ty, types.Integer):
         return math.AbsIOp(x).result if ty.signed else x
+    if isinstance(ty, types.Boolean):
+        return cast(x, ty, sig.return_type)      # np.abs of bools: the identity
     raise UnsupportedConstructError(f"abs() of {ty}", expr.loc)
 
 
-def _rounding(op):
+def _rounding(op, through=None):
+    """`through`: the type an integer argument passes through first (Numba's
+    math.floor/ceil/trunc convert it to float64: math.ceil(2**62 - 1) is
+    2**62; its np.floor/ceil/trunc of integers are the identity)."""
     def rule(lw, args, sig, expr):
         ty = types.unliteral(sig.args[0])
         if not isinstance(ty, types.Float):
-            return cast(args[0], ty, sig.return_type)
+            value, ty = (cast(args[0], ty, through), through) if through else (args[0], ty)
+            return cast(value, ty, sig.return_type)
         return cast(op(args[0]).result, ty, sig.return_type)
     return rule
 
 
-call_rules.register(pymath.floor, np.floor)(_rounding(math.FloorOp))
-call_rules.register(pymath.ceil, np.ceil)(_rounding(math.CeilOp))
-call_rules.register(pymath.trunc, np.trunc)(_rounding(math.TruncOp))
-call_rules.register(np.rint)(_rounding(math.RoundEvenOp))
+for _op, _py, _np in ((math.FloorOp, pymath.floor, np.floor), (math.CeilOp, pymath.ceil, np.ceil),
+                      (math.TruncOp, pymath.trunc, np.trunc)):
+    call_rules.register(_py)(_rounding(_op, through=types.float64))
+    call_rules.register(_np)(_rounding(_op))
+# np.round's rounding half to even (Numba's intrinsic calls llvm.rint); with
+# decimals, Numba's round_ndigits scales around it, lowered from its source
+call_rules.register(np.rint, _np_round_float)(_rounding(math.RoundEvenOp))
 
 
 def _binary_float(op):
@@ -93,7 +103,15 @@ call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
 
 @call_rules.register(np.power)
 def power(lw, args, sig, expr):
-    return binop_rules.get(operator.pow)(lw, args, sig, expr)     # rules/scalars.py
+    """As `**` (rules/scalars.py), except that an integer result passes through
+    float64 as in Numba's ufunc loop: its int_power's `return 1.0 / r` branch
+    makes the function's return type float64 (np.power(3, 39) is 3**39 rounded)."""
+    result = binop_rules.get(operator.pow)(lw, args, sig, expr)
+    resty = types.unliteral(sig.return_type)
+    if isinstance(resty, types.Integer) and isinstance(types.unliteral(sig.args[1]),
+                                                       types.Integer):
+        result = cast(cast(result, resty, types.float64), types.float64, resty)
+    return result
 
 
 # Numba's int_power: exponents above this go to C's pow as floats

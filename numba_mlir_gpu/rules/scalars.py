@@ -122,10 +122,19 @@ def _int_divisor(a, b, ty):
     return gives_zero, select(gives_zero, const(ty, 1), b)
 
 
+def _in_integer_result(args, sig, ty):
+    """Numba's int_floordiv/int_rem cast both operands to the result type
+    first: uint64 % int64 is an int64 modulo of the operands as int64."""
+    resty = types.unliteral(sig.return_type)
+    if not isinstance(ty, types.Integer) or not isinstance(resty, types.Integer):
+        return args, ty
+    return [cast(v, t, resty) for v, t in zip(args, sig.args)], resty
+
+
 @binop_rules.register(operator.floordiv)
 def floordiv(lw, args, sig, expr):
     ty = _scalar_sig(sig, expr)
-    a, b = args
+    (a, b), ty = _in_integer_result(args, sig, ty)
     if isinstance(ty, types.Float):
         zero_division(lw, b, ty, "division by zero", expr)
         # by zero, as Numba's real_floordiv_impl: a / b (+-inf, or nan)
@@ -140,7 +149,7 @@ def floordiv(lw, args, sig, expr):
 @binop_rules.register(operator.mod)
 def mod(lw, args, sig, expr):
     ty = _scalar_sig(sig, expr)
-    a, b = args
+    (a, b), ty = _in_integer_result(args, sig, ty)
     if isinstance(ty, types.Float):
         zero_division(lw, b, ty, "modulo by zero", expr)
         return float_divmod(a, b, ty)[1]
@@ -160,11 +169,15 @@ def mod(lw, args, sig, expr):
 def power(lw, args, sig, expr):
     _scalar_sig(sig, expr)
     base_ty, exp_ty = (types.unliteral(t) for t in sig.args)
+    resty = types.unliteral(sig.return_type)
     a, b = args
     if isinstance(base_ty, types.Float):
         if isinstance(exp_ty, types.Integer):
             return math.FPowIOp(a, b).result
         return math.PowFOp(a, b).result
+    if isinstance(resty, types.Integer):
+        # np.power(int16 array, 3): the ufunc loop's type, both operands in it
+        return math.IPowIOp(cast(a, base_ty, resty), cast(b, exp_ty, resty)).result
     return math.IPowIOp(a, b).result
 
 
@@ -210,17 +223,34 @@ def _comparison(fn):
         ty = _scalar_sig(sig, expr)
         a_ty, b_ty = (types.unliteral(t) for t in sig.args)
         if a_ty != b_ty and all(isinstance(t, types.Integer) for t in (a_ty, b_ty)):
-            # A ufunc loop such as 'Qq->?' (from array expressions): compared
-            # as NumPy does, in float64 when the signedness differs, else in
-            # the wider type.
-            ty = types.float64 if a_ty.signed != b_ty.signed else max(a_ty, b_ty,
-                                                                      key=lambda t: t.bitwidth)
+            if a_ty.signed != b_ty.signed:
+                return _mixed_sign_comparison(fn, args, a_ty, b_ty)
+            # a ufunc loop such as 'Ii->?': compared in the wider type
+            ty = max(a_ty, b_ty, key=lambda t: t.bitwidth)
             args = [cast(v, t, ty) for v, t in zip(args, (a_ty, b_ty))]
         kind = _kind(ty)
         if kind == "f":
             return cmpf(ordered, *args)
         return cmpi(signed if kind == "s" else unsigned, *args)
     return rule
+
+
+def _mixed_sign_comparison(fn, args, a_ty, b_ty):
+    """A signed and an unsigned integer compared exactly, as NumPy 2 and
+    Numba's integer comparison do (no rounding through float64: int64(2**63 - 2)
+    < uint64(2**63 - 1) is True): a negative signed value is below every
+    unsigned one; otherwise both compare as unsigned of the wider width."""
+    width = max(a_ty.bitwidth, b_ty.bitwidth)
+    wide = types.Integer.from_bitwidth(width, signed=False)
+    signed_first = a_ty.signed
+    s_val, s_ty = (args[0], a_ty) if signed_first else (args[1], b_ty)
+    negative = cmpi("slt", s_val, const(s_ty, 0))
+    unsigned = cmpi(_PREDICATES[fn][1], cast(args[0], a_ty, wide), cast(args[1], b_ty, wide))
+    # with the signed operand negative: s < u, s <= u, s != u hold; the others not
+    s_below = {operator.lt: signed_first, operator.le: signed_first,
+               operator.gt: not signed_first, operator.ge: not signed_first,
+               operator.eq: False, operator.ne: True}[fn]
+    return select(negative, const(types.boolean, int(s_below)), unsigned)
 
 
 for _fn in _PREDICATES:

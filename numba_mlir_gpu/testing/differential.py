@@ -93,6 +93,16 @@ TOLERANCES = {
                       "libdevice (GPU kernels) is correctly rounded; each is documented "
                       "within 1-4 ulp, so two of them differ by at most their sum"),
     "pow": Tolerance("ulp", 4, 4, "pow, arctan2, hypot, cbrt: as libm"),
+    "fma": Tolerance("fma", 1, 1, "a * b + c in GPU kernels, contracted to one FMA as CUDA's "
+                     "compilers do (docs/design.md): one rounding fewer, so the result "
+                     "differs from the IEEE sequence by at most the product's rounding "
+                     "error plus the sum's: |ours - oracle| <= eps*|a*b| + ulp(oracle)"),
+    "fma_sqrt": Tolerance("ulp", 2, 2, "np.sqrt(a*a + b*b) in GPU kernels, contracted: the "
+                          "radicand's extra error eps*a*a is at most half an ulp of the "
+                          "root after the square root"),
+    "libm2": Tolerance("ulp", 8, 8, "a product of two libm results (np.exp(-a) * "
+                       "np.sin(b)): each factor within 4 ulp, so their relative errors "
+                       "add"),
     "scaled": Tolerance("ulp", 1, 1, "deg2rad, rad2deg: one multiplication by a constant "
                         "rounded to the argument's type; NumPy may round the constant "
                         "differently (1 ulp)"),
@@ -280,6 +290,7 @@ class Entry:
     forms: tuple = ("array", "prange", "scalar")
     layouts: tuple = ()          # default per group
     tol: str = "exact"
+    gpu_tol: str = ""            # on the gpu target, where kernels contract a * b + c
     oracle: object = "numpy"     # "numpy", "numba" or {kind: oracle}
     oracle_reason: str = ""
     values: tuple = ("mixed", "random")
@@ -316,6 +327,10 @@ POWER_REASON = ("NumPy's power takes fast paths for some scalar exponents (x ** 
 MAXMIN_ORACLE = {"f": "numba", "*": "numpy"}
 MAXMIN_REASON = ("float ties of -0.0 and 0.0: NumPy returns the second argument, Numba the "
                  "first; Numba is the oracle for floats")
+UNSIGNED_SUMS = {"u": "either", "*": "numpy"}
+UNSIGNED_SUMS_REASON = ("unsigned sums, products and cumulative ones: Numba 0.68.1 types them "
+                        "uint64 as NumPy does, Numba 0.68.0 (the GPU machine's) int64 (a "
+                        "uint32 cumprod: uint32); ours follows the installed Numba's typing")
 MATH_REASON = ("math.* on NumPy scalars in Python (the value oracle) raises ValueError or "
                "OverflowError on domain errors where Numba returns NaN or inf, and Numba's "
                "math.pow with integer arguments raises OverflowError for huge negative "
@@ -427,6 +442,32 @@ def float_to_int_safe(target: str):
             out.append(x.astype(a.dtype))
         return out
     return guard
+
+
+def astype_safe(dtype, form, arrays, variant):
+    """a.astype(int type) of NaN, inf or out-of-range floats: undefined (LLVM's
+    fptosi is poison; x86 gives the 'integer indefinite', the GPU saturates)."""
+    return float_to_int_safe(variant["v"])(dtype, form, arrays)
+
+
+astype_safe.per_variant = True
+
+
+def rounding_to_int_safe(dtype, form, arrays):
+    """math.floor/ceil/trunc return int64 (uint64 for uint64) in Numba, through
+    float64: a float input out of range, or a 64-bit integer whose float64
+    rounding is 2**63 (2**64) or more, converts out of range (undefined)."""
+    if kind_of(dtype) == "f":
+        return float_to_int_safe("int64")(dtype, form, arrays)
+    if dtype not in ("int64", "uint64"):
+        return arrays
+    limit = 2.0 ** 63 if dtype == "int64" else 2.0 ** 64
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        big = np.abs(a.astype(np.float64)) >= limit
+        out.append(np.where(big, a // 2, a).astype(a.dtype))
+    return out
 
 
 def ldexp_guard(dtype, form, arrays):
@@ -547,10 +588,11 @@ def build_entries() -> list[Entry]:
         E.append(Entry(f"a {op} b", f"{{a}} {op} {{b}}", arity=2, **kw))
     # array expressions
     exprs = [
-        ("a * b + c", "{a} * {b} + {c}", 3, NUMERIC, "exact"),
+        ("a * b + c", "{a} * {b} + {c}", 3, NUMERIC, "exact", "fma"),
         ("(a - b) * (a + b)", "({a} - {b}) * ({a} + {b})", 2, NUMERIC, "exact"),
-        ("np.sqrt(a*a + b*b)", "np.sqrt({a} * {a} + {b} * {b})", 2, FLOATS, "exact"),
-        ("np.exp(-a) * np.sin(b)", "np.exp(-{a}) * np.sin({b})", 2, FLOATS, "libm"),
+        ("np.sqrt(a*a + b*b)", "np.sqrt({a} * {a} + {b} * {b})", 2, FLOATS, "exact",
+         "fma_sqrt"),
+        ("np.exp(-a) * np.sin(b)", "np.exp(-{a}) * np.sin({b})", 2, FLOATS, "libm2"),
         ("np.where(a > b, a, b)", "np.where({a} > {b}, {a}, {b})", 2, DTYPES, "exact"),
         ("np.where(a > 0, a, 0.5)", "np.where({a} > 0, {a}, 0.5)", 1, NUMERIC, "exact"),
         ("np.clip(a, 2, 50)", "np.clip({a}, 2, 50)", 1, NUMERIC, "exact"),
@@ -561,23 +603,24 @@ def build_entries() -> list[Entry]:
         ("np.maximum(a, 0) + np.minimum(b, 0)", "np.maximum({a}, 0) + np.minimum({b}, 0)", 2,
          NUMERIC, "exact"),
     ]
-    for name, expr, ar, dts, tol in exprs:
-        E.append(Entry(name, expr, arity=ar, dtypes=dts, tol=tol,
+    for name, expr, ar, dts, tol, *gpu_tol in exprs:
+        E.append(Entry(name, expr, arity=ar, dtypes=dts, tol=tol, gpu_tol="".join(gpu_tol),
                        forms=("array", "prange") if "clip" not in name else ("array",),
                        oracle={"f": "numpy", "*": "numba"},
                        oracle_reason="Python int literals: Numba types them int64, NumPy 2 "
                        "(NEP 50) keeps the array's type"))
     E.append(Entry("a.astype({v})", "{a}.astype(np.{v})", variants=tuple({"v": d} for d in
                                                                           DTYPES),
-                   forms=("array",), guard=None))
+                   forms=("array",), guard=astype_safe))
     # reductions, whole array
     red = dict(group="reduction", forms=("array",),
                layouts=("c1", "a1", "c2", "f2", "a2", "ro2"))
     fvals = ("plain", "nan", "inf", "pinf", "ties")
+    us = UNSIGNED_SUMS
     for f, tol, orc, vs in [
-            ("np.sum({a})", "sum", {"f": "numpy", "*": "numpy"}, fvals),
-            ("{a}.sum()", "sum", "numpy", fvals),
-            ("np.prod({a})", "prod", "numpy", fvals),
+            ("np.sum({a})", "sum", us, fvals),
+            ("{a}.sum()", "sum", us, fvals),
+            ("np.prod({a})", "prod", us, fvals),
             ("np.mean({a})", "sum", {"f": "numpy", "*": "either"}, fvals),
             ("np.min({a})", "exact", "numpy", fvals), ("np.max({a})", "exact", "numpy", fvals),
             ("{a}.min()", "exact", "numpy", fvals), ("{a}.max()", "exact", "numpy", fvals),
@@ -588,27 +631,29 @@ def build_entries() -> list[Entry]:
             ("np.var({a})", "var", {"f": "numpy", "*": "either"}, fvals),
             ("np.std({a})", "std", {"f": "numpy", "*": "either"}, fvals),
             ("np.count_nonzero({a})", "exact", "numpy", fvals),
-            ("np.cumsum({a})", "sum", "numpy", fvals),
-            ("np.cumprod({a})", "prod", "numpy", ("plain", "ties")),
+            ("np.cumsum({a})", "sum", us, fvals),
+            ("np.cumprod({a})", "prod", us, ("plain", "ties")),
     ]:
         name = f.format(a="a")
         E.append(Entry(name, f, tol=tol, oracle=orc, values=vs,
-                       oracle_reason="integer mean/var/std: Numba sums in the integer type "
+                       oracle_reason=UNSIGNED_SUMS_REASON if orc is us else
+                       "integer mean/var/std: Numba sums in the integer type "
                        "(wrapping) and raises ZeroDivisionError on an empty array; NumPy sums "
                        "in float64 and returns NaN: ours must equal one of them"
                        if isinstance(orc, dict) else "", **red))
     ax = dict(group="axis", forms=("array",), layouts=("c2", "f2", "a2", "ro2", "c3"))
+    usr = dict(oracle=us, oracle_reason=UNSIGNED_SUMS_REASON)
     E.append(Entry("np.sum(a, axis={v})", "np.sum({a}, axis={v})", tol="sum",
-                   variants=({"v": 0}, {"v": 1}, {"v": -1}), values=fvals, **ax))
+                   variants=({"v": 0}, {"v": 1}, {"v": -1}), values=fvals, **usr, **ax))
     E.append(Entry("a.sum(axis={v})", "{a}.sum(axis={v})", tol="sum",
-                   variants=({"v": 0}, {"v": -1}), values=fvals, **ax))
+                   variants=({"v": 0}, {"v": -1}), values=fvals, **usr, **ax))
     E.append(Entry("np.sum(a, axis=0, dtype=np.float64)", "np.sum({a}, axis=0, dtype=np.float64)",
                    tol="sum", values=fvals, **ax))
     E.append(Entry("np.argmin(a, axis={v})", "np.argmin({a}, axis={v})",
                    variants=({"v": 0}, {"v": 1}), values=fvals, **ax))
     E.append(Entry("np.argmax(a, axis={v})", "np.argmax({a}, axis={v})",
                    variants=({"v": 0}, {"v": -1}), values=fvals, **ax))
-    E.append(Entry("np.cumsum(a, axis={v})", "np.cumsum({a}, axis={v})", tol="sum",
+    E.append(Entry("np.cumsum(a, axis={v})", "np.cumsum({a}, axis={v})", tol="sum", **usr,
                    variants=({"v": 0}, {"v": 1}), values=fvals, **ax))
     # functions and methods
     fn = dict(group="function", forms=("array",))
@@ -666,11 +711,10 @@ def build_entries() -> list[Entry]:
         else:
             E.append(Entry(f"math.{f}", f"math.{f}({{a}})", oracle="either",
                            oracle_reason=MATH_REASON,
+                           guard=rounding_to_int_safe if f in ("floor", "ceil", "trunc")
+                           else None,
                            tol="libm" if f not in ("sqrt", "floor", "ceil", "trunc") else "exact",
                            dtypes=NUMERIC, forms=("scalar", "prange")))
-    for e in E:
-        if e.guard is None and e.name.startswith("a.astype"):
-            pass
     names = [e.name for e in E]
     assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
     return E
@@ -686,6 +730,9 @@ BY_NAME = {e.name: e for e in ENTRIES}
 
 # (entry-name regex, dtype regex, form regex, why, where documented or "gap")
 KNOWN_UNSUPPORTED: list[tuple[str, str, str, str, str]] = [
+    (r"prange s = (max|min)\(s, a\[i\]\)", r".*", r"prange \w+\+cupy",
+     "s = a[0] before the loop reads an element of a device (CuPy) array in host code",
+     "docs/supported.md, GPU arrays: host code cannot dereference device memory"),
     (r"np\.fmod", r"bool|u?int\d+", r".*", "np.fmod of integers: refused",
      "docs/supported.md: np.fmod takes floats only (Numba's integer fmod differs from NumPy's)"),
 ]
@@ -708,6 +755,13 @@ def _only_signed_zeros_doc(msg):
     return _only_signed_zeros(msg)
 
 
+def _numba_sign_of_unsigned(msg):
+    pairs = _PAIRS.findall(msg)
+    ones = re.compile(r"np\.uint(8\(255|16\(65535|32\(4294967295|64\(18446744073709551615)\);?$")
+    return bool(pairs) and all(re.match(r"np\.uint\d+\(1\);?$", a) and ones.match(b)
+                               for a, b in pairs)
+
+
 # Documented differences: (entry regex, dtype regex, form regex, message regex (searched
 # in the mismatch text), description, reference). A mismatch matching one counts as
 # `documented`, not as a failure.
@@ -719,6 +773,16 @@ DOCUMENTED: list[tuple[str, str, str, str, str, str]] = [
     (r"np\.sign", r"float(32|64)", r".*", _only_signed_zeros_doc,
      "np.sign(-0.0) is -0.0 as in Numba (NumPy gives 0.0)",
      "supported.md, NumPy functions, np.square/np.sign row"),
+    (r"np\.(min|max)\(a\)|a\.(min|max)\(\)", r"float(32|64)", r".*", _only_signed_zeros_doc,
+     "the min or max of an array holding both -0.0 and 0.0 is either zero: our parallel "
+     "reductions (CPU chunks, GPU trees) meet the tie in another order than NumPy's scan",
+     "supported.md, NumPy functions, reductions row"),
+    (r"np\.(remainder|mod)|a % b", r"float(32|64)", r".*", _only_signed_zeros_doc,
+     "a zero float remainder is +0.0 as in Numba's np_real_mod_impl (NumPy gives the "
+     "divisor's sign)", "supported.md, NumPy functions, np.remainder row"),
+    (r"np\.sign", r"uint\d+", r"prange", _numba_sign_of_unsigned,
+     "np.sign of unsigned values at or above 2**(w-1) inside a loop: Numba gives the "
+     "all-ones value (-1 wrapped), ours 1 as NumPy", "supported.md, Known Numba differences"),
     (r"a (//|%) b", r"float(32|64).*", r"array", r".",
      "float arrays with // and %: Python's semantics element by element (x // 0.0 is NaN, "
      "NumPy/Numba's ufunc gives +-inf)",
@@ -811,6 +875,10 @@ def _reduction_bound(tol, e, inputs):
     x = xs[0].astype(np.float64) if xs else np.zeros(1)
     n = max(x.size, 1)
     with np.errstate(all="ignore"):
+        if tol.kind == "fma":
+            product = np.abs(x * xs[1].astype(np.float64))
+            return eps * np.broadcast_to(product, e.shape) + np.spacing(np.abs(e)).astype(
+                np.float64)
         if len(xs) == 2:          # dot: products
             y = xs[1].astype(np.float64)
             n = max(x.shape[-1] if x.ndim else 1, 1)
@@ -955,7 +1023,8 @@ class Runner:
         self.result = Result(entry.name, self.label, target)
         self.rng = np.random.default_rng([seed, zlib.crc32(entry.name.encode()),
                                           DTYPES.index(self.dtype)])
-        self.tol = TOLERANCES[entry.tol]
+        self.tol = TOLERANCES[entry.gpu_tol if target == "gpu" and entry.gpu_tol
+                              else entry.tol]
         self.oracle = entry.oracle_for(self.dtype)
         if len(set(self.dtypes)) > 1:
             self.oracle = "either"     # MIXED_REASON
@@ -1020,8 +1089,9 @@ class Runner:
         g = self.entry.guard
         if g is None:
             return arrays
-        res = g(self.dtype, form, list(arrays))
-        return res
+        if getattr(g, "per_variant", False):
+            return g(self.dtype, form, list(arrays), self._state["variant"])
+        return g(self.dtype, form, list(arrays))
 
     # ---- forms
     def run_form(self, form, variant):
@@ -1166,6 +1236,11 @@ class Runner:
             self.result.counts["n/a"] += 1
             return
         state["array_fn"] = make_function(function_source(e, "array", state["variant"]), e.name)
+        if e.name.startswith("math."):
+            # math.* takes no arrays: Python's value element by element (exact
+            # where Numba's is not: math.hypot of uint64 values above 2**63)
+            scalar_fn = make_function(function_source(e, "scalar", state["variant"]), e.name)
+            state["array_fn"] = np.vectorize(scalar_fn, otypes=[object])
         for layout in ("c1",):
             for shape in shapes_for(layout, self.full):
                 for vs in e.values:
@@ -1274,7 +1349,8 @@ class Runner:
                 res.counts["n/a"] += 1
                 return
             if kind == "unsupported":
-                rule = _match(KNOWN_UNSUPPORTED, self.entry.name, self.label, form)
+                rule = _match(KNOWN_UNSUPPORTED, self.entry.name, self.label,
+                              f"{form} {layout}")
                 msg = f"{self._id(form, state['variant'], layout)} {key[1]}: " \
                     f"{_first_line(got_exc)}"
                 if rule:
@@ -1297,7 +1373,7 @@ class Runner:
                                 f"{key[1]}: {type(got_exc).__name__}: {_first_line(got_exc)}")
             return
         state["sig_outcome"].setdefault(key, "ok")
-        scalar = scalar or (got_exc is None and np.ndim(got) == 0 and not isinstance(got, tuple))
+        scalar = scalar or (got_exc is None and not isinstance(got, tuple) and np.ndim(got) == 0)
         msgs = []
         for o, expected, exp_exc in expectations:
             msg = self._outcome(got, got_exc, expected, exp_exc, host, scalar, o)
