@@ -86,6 +86,160 @@ def prange_in_if_in_serial_loop(a, m):
     return q
 
 
+# A `for` loop whose body is long enough that its `FOR_ITER` needs an `EXTENDED_ARG`
+# (Python 3.11): the back edge targets the EXTENDED_ARG's block, which holds only the
+# header's phis, and the loop is left from the FOR_ITER block after it, not from the
+# header (found by a generated program, progen seed 1002340). `t = a[i] + ...` (28
+# terms) only makes the body long; the pass missed these until it split every exit edge.
+
+def long_inner_body(a, m):
+    """The generated program, shrunk: -= of min/max, np.maximum, abs, // and %."""
+    n = a.shape[0]
+    s = 0.0
+    for i in prange(n):
+        if m % 2 == 0:
+            for j in range(n):
+                s -= (a[(a.shape[0] + min(max(2 * i + j, 0), n - 1)) % n]
+                      + np.maximum(a[i - 1], a[(i // (abs(j) + 1)) % n] + 1.5))
+                t = (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]  # noqa: F841
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return s
+
+
+def long_inner_body_plus(a, m):
+    q = 0.0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                q += (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                      + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                      + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return q
+
+
+def long_inner_body_int(a, m):
+    q = 7
+    for i in prange(a.shape[0]):
+        if a[i] > 0:
+            for j in range(m):
+                q -= (i * j) // 3 % 5 if j % 2 == 0 else -(j // 2)
+                t = (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]  # noqa: F841
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return q
+
+
+def long_inner_body_product(a, m):
+    p = 1.0
+    for i in prange(a.shape[0]):
+        if i % 2 == 0:
+            for j in range(1, m):
+                p *= 1.01 if a[i] > 0 else 0.99
+                t = (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]  # noqa: F841
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return p
+
+
+def long_inner_body_min(a, m):
+    s = np.inf
+    for i in prange(a.shape[0]):
+        if a[i] > 0:
+            for j in range(m):
+                s = min(s, a[(i + j) % a.shape[0]] - abs(j - 2))
+                t = (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]  # noqa: F841
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return s
+
+
+def long_inner_body_break(a, m):
+    q = 0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                if j > 2:
+                    break
+                q += max(i - j, 0)
+                t = (a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]  # noqa: F841
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i]
+                     + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i] + a[i])
+    return q
+
+
+# A loop left only by a true edge: Numba loses the reduction with or without a join;
+# the pass inverts the branch so that the exit is a false edge.
+
+def while_true_break(a, m):
+    q = 0.0
+    for i in prange(a.shape[0]):
+        j = 0
+        while True:
+            if j >= m:
+                break
+            q += a[i]
+            j += 1
+    return q
+
+
+def while_true_break_in_if(a, m):
+    q = 0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            j = 0
+            while True:
+                if j >= m:
+                    break
+                q -= i + j
+                j += 1
+    return q
+
+
+# Branches inside the inner loop (Numba's parallel=True loses these too; the split of
+# the header's exit already fixed them).
+
+def break_before_update(a, m):
+    q = 0.0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                if j > 2:
+                    break
+                q += a[i]
+    return q
+
+
+def continue_before_update(a, m):
+    q = 0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                if j % 2 == 0:
+                    continue
+                q += j
+    return q
+
+
+def conditional_expression_in_loop(a, m):
+    q = 0.0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                q -= a[i] if j % 2 == 0 else min(a[j], 1.0)
+    return q
+
+
+def update_in_if_in_loop(a, m):
+    q = 1.0
+    for i in prange(a.shape[0]):
+        if a[0] >= 0.5:
+            for j in range(m):
+                if a[i] > 0.0:
+                    q *= 1.01
+    return q
+
+
 # --- shapes that were right: they must stay compiled and right ---
 
 def direct_in_if(a, m):
@@ -158,7 +312,11 @@ def while_in_if(a, m):
 
 
 WERE_WRONG = [in_if, in_else_then_statement, min_in_if, product_in_if, two_loops_deep_in_if,
-              prange_in_if_in_serial_loop]
+              prange_in_if_in_serial_loop, long_inner_body, long_inner_body_plus,
+              long_inner_body_int, long_inner_body_product, long_inner_body_min,
+              long_inner_body_break, while_true_break, while_true_break_in_if,
+              break_before_update, continue_before_update, conditional_expression_in_loop,
+              update_in_if_in_loop]
 WERE_RIGHT = [direct_in_if, in_loop_not_in_if, local_accumulator_in_if,
               statement_after_loop_in_if, continue_then_loop, break_in_inner_loop, while_in_if]
 
