@@ -101,3 +101,33 @@ def test_keyboard_interrupt_during_a_long_kernel():
     result = _run(INTERRUPTED)
     assert result["interrupted"], result
     assert result["after"], result
+
+
+FAULTING_KERNEL = """
+    import json
+    import numpy as np
+    from numba import prange
+    import numba_mlir_gpu
+
+    def scatter(x, out, far):
+        for i in prange(x.shape[0]):
+            out[i * far] = x[i]          # far outside `out` (no boundscheck)
+        return out.sum()
+
+    f = numba_mlir_gpu.njit(target="gpu")(scatter)
+    try:
+        value = f(np.ones(4096), np.zeros(8), 1 << 36)
+        outcome = {"raised": None, "value": float(value)}
+    except RuntimeError as exc:
+        outcome = {"raised": str(exc)}
+    print(json.dumps(outcome))
+"""
+
+
+def test_a_faulting_kernel_is_a_python_error_not_a_result():
+    """An address far outside any allocation: CUDA reports the fault at the next
+    synchronisation or copy; the call raises (no value computed from the faulted
+    kernel's memory is returned) and the process exits normally."""
+    out = _run(FAULTING_KERNEL)
+    assert out["raised"] is not None, out
+    assert "GPU kernel faulted" in out["raised"] and "boundscheck=True" in out["raised"]

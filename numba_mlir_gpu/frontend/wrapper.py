@@ -45,6 +45,10 @@ _register_nrt_manage_memory()
 _GPU_FAILURES = {
     1: (MemoryError, ("numba-mlir-gpu: out of GPU memory (a device allocation failed)",)),
     2: (RuntimeError, ("numba-mlir-gpu: a GPU kernel launch failed",)),
+    3: (RuntimeError, ("numba-mlir-gpu: a GPU kernel faulted (CUDA reported an error at the "
+                       "next synchronisation or copy; an index far outside an array does "
+                       "this: compile with boundscheck=True to get an IndexError naming the "
+                       "array). CUDA leaves this process's GPU context unusable",)),
 }
 
 

@@ -16,7 +16,9 @@ in a process-local address (that is what lets `cache=True` work).
   (unified addressing), in stream order.
 * A failed allocation or launch is recorded (`nmg_take_failure`) instead of
   crashing: the failed allocation returns NULL, later launches are skipped
-  and the Numba wrapper raises the Python exception.
+  and the Numba wrapper raises the Python exception. So is a synchronisation
+  or copy that fails (`nmg_check`: a kernel faulted), so that its results are
+  never returned as if they were right.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .._libs import runtime_library
 from .._mlir import ExecutionEngine, ir, passmanager
 from .cuda import require_device
 
-FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH = 0, 1, 2
+FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH, FAILURE_FAULT = 0, 1, 2, 3
 
 # name -> LLVM-dialect signature, as declared by modules that call them
 RUNTIME_FUNCTIONS = {
@@ -86,6 +88,27 @@ llvm.func @nmg_bind_context() {
 llvm.func @nmg_fail(%kind: i32) {
   %flag = llvm.mlir.addressof @nmg_failure : !llvm.ptr
   llvm.store %kind, %flag : i32, !llvm.ptr
+  llvm.return
+}
+
+// A failed synchronisation or copy: a kernel faulted (an address outside
+// any allocation), and CUDA's context is unusable from now on. Recorded
+// unless an earlier failure is (an allocation that failed before makes the
+// copies that use it fail too: the first cause is the one to report).
+llvm.func @nmg_check(%status: i32) {
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %ok = llvm.icmp "eq" %status, %zero : i32
+  llvm.cond_br %ok, ^done, ^failed
+^failed:
+  %flag = llvm.mlir.addressof @nmg_failure : !llvm.ptr
+  %kind = llvm.load %flag : !llvm.ptr -> i32
+  %first = llvm.icmp "eq" %kind, %zero : i32
+  llvm.cond_br %first, ^record, ^done
+^record:
+  %faulted = llvm.mlir.constant(3 : i32) : i32
+  llvm.store %faulted, %flag : i32, !llvm.ptr
+  llvm.br ^done
+^done:
   llvm.return
 }
 
@@ -215,6 +238,7 @@ llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
   %d = llvm.ptrtoint %dst : !llvm.ptr to i64
   %s = llvm.ptrtoint %src : !llvm.ptr to i64
   %0 = llvm.call @cuMemcpy(%d, %s, %n) : (i64, i64, i64) -> i32
+  llvm.call @nmg_check(%0) : (i32) -> ()
   llvm.br ^done
 ^done:
   llvm.return
@@ -224,6 +248,7 @@ llvm.func @nmg_sync() {
   llvm.call @nmg_bind_context() : () -> ()
   %null = llvm.mlir.zero : !llvm.ptr
   %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  llvm.call @nmg_check(%0) : (i32) -> ()
   llvm.return
 }
 
