@@ -5,8 +5,10 @@ array expressions into loops whose bodies call the ufunc on elements.
 """
 from __future__ import annotations
 
+import functools
 import math as pymath
 import operator
+import warnings
 
 import numpy as np
 from numba.core import types
@@ -103,15 +105,28 @@ call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
 
 @call_rules.register(np.power)
 def power(lw, args, sig, expr):
-    """As `**` (rules/scalars.py), except that an integer result passes through
-    float64 as in Numba's ufunc loop: its int_power's `return 1.0 / r` branch
-    makes the function's return type float64 (np.power(3, 39) is 3**39 rounded)."""
+    """As `**` (rules/scalars.py), except that an integer result may pass
+    through float64 as in Numba's ufunc loop (see _numba_int_power_rounds)."""
     result = binop_rules.get(operator.pow)(lw, args, sig, expr)
     resty = types.unliteral(sig.return_type)
-    if isinstance(resty, types.Integer) and isinstance(types.unliteral(sig.args[1]),
-                                                       types.Integer):
+    if isinstance(resty, types.Integer) and isinstance(types.unliteral(sig.args[1]), types.Integer) \
+            and _numba_int_power_rounds():
         result = cast(cast(result, resty, types.float64), types.float64, resty)
     return result
+
+
+@functools.lru_cache(maxsize=None)
+def _numba_int_power_rounds() -> bool:
+    """Does Numba's integer np.power round through float64? Its int_power
+    (numba/cpython/numbers.py) ends `if invert: return 1.0 / r` / `return r`:
+    Python 3.11's bytecode makes that one return of a float64 phi (3**39
+    rounded), 3.12's two returns, each cast to the integer type (exact). The
+    answer comes from Numba itself, once."""
+    import numba
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe = numba.njit(lambda a, b: np.power(a, b))(np.int64(3), np.int64(39))
+    return int(probe) != 3 ** 39
 
 
 # Numba's int_power: exponents above this go to C's pow as floats
