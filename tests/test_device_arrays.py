@@ -151,6 +151,30 @@ def test_reduction_on_device_array_is_deterministic(cp):
     np.testing.assert_allclose(first, float((x * x).sum()), rtol=1e-12)   # sum of squares
 
 
+def _ravel(a):
+    return a.ravel()
+
+
+def _contiguous(a):
+    return np.ascontiguousarray(a)
+
+
+def _itself(a):
+    return a
+
+
+@pytest.mark.parametrize("fn", [_ravel, _contiguous, _itself])
+def test_a_device_argument_returned_as_it_is_stays_a_device_array(cp, fn):
+    """`a.ravel()` of a contiguous CuPy array is `a` itself: it comes back as a CuPy
+    array over the same memory (it was boxed as a NumPy array over device memory,
+    which crashed the first host read; found by the GPU sweep)."""
+    x = cp.arange(7, dtype=cp.int8)
+    got = gpu_fn(fn)(x)
+    assert isinstance(got, cp.ndarray)
+    assert got.data.ptr == x.data.ptr
+    np.testing.assert_array_equal(got.get(), np.arange(7, dtype=np.int8))
+
+
 def test_host_code_cannot_dereference_device_arrays(cp):
     with pytest.raises(UnsupportedConstructError, match="outside a prange loop"):
         gpu_fn(host_read)(cp.ones(4))

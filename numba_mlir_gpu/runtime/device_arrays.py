@@ -284,13 +284,16 @@ def box_device_array(typ, val, c):
     return builder.load(result)
 
 
-def device_result_type(restype, origins):
-    """`restype` with each array the function allocates (origin None) typed
-    as a device array, so that it is boxed on the GPU."""
+def device_result_type(restype, origins, argtypes=()):
+    """`restype` with each array on the GPU typed as a device array, so that
+    it is boxed there: the arrays the function allocates (origin None), and
+    device array arguments returned as they are (`a.ravel()` of a contiguous
+    CuPy array is `a`; boxed as a NumPy array, it would point at device memory)."""
     if isinstance(restype, types.BaseTuple):
-        return types.Tuple([device_result_type(t, origins) for t in restype.types])
+        return types.Tuple([device_result_type(t, origins, argtypes) for t in restype.types])
     if isinstance(restype, types.Array) and not isinstance(restype, DeviceArrayType):
-        if next(origins) is None:
+        origin = next(origins)
+        if origin is None or isinstance(argtypes[origin], DeviceArrayType):
             return DeviceArrayType(restype.dtype, restype.ndim, restype.layout,
                                    readonly=not restype.mutable)
         return restype
