@@ -52,7 +52,8 @@ class MLIRLowering(LoweringPass):
             if compiled.target.name == "gpu" and takes_device_arrays(state.args):
                 # compute follows data: arrays made from device arrays stay there
                 state.return_type = device_result_type(state.return_type,
-                                                       iter(compiled.plan.array_origins))
+                                                       iter(compiled.plan.array_origins),
+                                                       state.args)
         if state.library is None:
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()     # as Numba's lowering: cache=True
