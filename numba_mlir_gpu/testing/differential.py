@@ -1261,8 +1261,7 @@ class Runner:
                             cp = self.cupy
                             dev = [cp.asarray(a) for a in arrays] + [cp.zeros(shape, odt)]
                             self.case(state, layout + "+cupy", dev, shape,
-                                      out_index=len(arrays), oracle="numba",
-                                      host_equiv=arrays + [out])
+                                      out_index=len(arrays), host_equiv=arrays + [out])
 
     def _run_dot(self, state):
         dt = self.dtype
