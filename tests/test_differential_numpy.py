@@ -198,3 +198,19 @@ def test_bug_abs_of_bool_array(target):
     got = _ours(f, target)(a)
     assert got.dtype == numba.njit(f)(a).dtype
     np.testing.assert_array_equal(got, a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_power_mixed_types_take_the_ufunc_loop(target):
+    """np.power(float32 array, 2.5) and np.power(uint64 array, 5) ('dd->d' loops) emitted
+    invalid MLIR: the operands are now cast to Numba's loop types first."""
+    def f(a, b):
+        return np.power(a, b)
+
+    cases = [(np.array([1.5, 2.0], np.float32), 2.5), (2.5, np.array([1.5, 2.0], np.float32)),
+             (np.array([3, 5], np.uint64), 5), (5, np.array([3, 5], np.uint64)),
+             (np.array([1.5], np.float32), 3)]
+    for a, b in cases:
+        got, expected = _ours(f, target)(a, b), numba.njit(f)(a, b)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_max_ulp(got, expected, maxulp=4)

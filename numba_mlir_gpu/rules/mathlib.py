@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 from numba.core import types
+from numba.core.typing import signature
 from numba.np.arraymath import _np_round_float
 
 from .._mlir import arith, math
@@ -105,14 +106,30 @@ call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
 
 @call_rules.register(np.power)
 def power(lw, args, sig, expr):
-    """As `**` (rules/scalars.py), except that an integer result may pass
-    through float64 as in Numba's ufunc loop (see _numba_int_power_rounds)."""
+    """Numba's ufunc loop: both operands in the loop's types (np.power(float32
+    array, 2.5) is 'dd->d', of a uint64 array and an int64 'dd->d', of an int16
+    array and an int64 'll->l'), then as `**` (rules/scalars.py), an integer
+    result passing through float64 where Numba's does (_numba_int_power_rounds)."""
+    argtys = [types.unliteral(t) for t in sig.args]
+    loop = _power_loop(tuple(argtys))
+    if loop is not None:
+        args = [cast(a, t, lt) for a, t, lt in zip(args, argtys, loop.inputs)]
+        sig = signature(loop.outputs[0], *loop.inputs)
     result = binop_rules.get(operator.pow)(lw, args, sig, expr)
     resty = types.unliteral(sig.return_type)
     if isinstance(resty, types.Integer) and isinstance(types.unliteral(sig.args[1]), types.Integer) \
             and _numba_int_power_rounds():
         result = cast(cast(result, resty, types.float64), types.float64, resty)
     return result
+
+
+@functools.lru_cache(maxsize=None)
+def _power_loop(argtys: tuple):
+    """The loop Numba's ufunc machinery picks for np.power on these types."""
+    if not all(isinstance(t, (types.Integer, types.Float, types.Boolean)) for t in argtys):
+        return None
+    from numba.np.numpy_support import ufunc_find_matching_loop
+    return ufunc_find_matching_loop(np.power, argtys)
 
 
 @functools.lru_cache(maxsize=None)

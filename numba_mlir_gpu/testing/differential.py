@@ -391,10 +391,21 @@ def int_power(dtype, form, arrays):
     is undefined: excluded (exponents taken modulo 70, non-negative)."""
     if kind_of(dtype) not in "iu" or len(arrays) < 2:
         return arrays
-    a, b = arrays[0], arrays[1]
+    a, b = _small_unsigned_bases(arrays[0]), arrays[1]
     if np.ndim(b) == 0:
         return [a, type(b)(abs(int(b)) % 70)]
     return [a, (np.abs(b.astype(np.int64)) % 70).astype(b.dtype)]
+
+
+def _small_unsigned_bases(a):
+    """uint64 bases of 2**63 or more: their powers wrap to values near 2**64, which
+    Numba's integer np.power (Python 3.11) rounds through float64 out of the range
+    (undefined); excluded (taken modulo 2**32)."""
+    if np.asarray(a).dtype != np.uint64:
+        return a
+    if np.ndim(a) == 0:
+        return type(a)(int(a) % 2 ** 32) if int(a) >= 2 ** 63 else a
+    return np.where(a >= np.uint64(2 ** 63), a % np.uint64(2 ** 32), a).astype(a.dtype)
 
 
 def pow_raising_in_loops(dtype, form, arrays):
