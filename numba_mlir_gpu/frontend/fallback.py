@@ -31,6 +31,7 @@ from numba.core.analysis import compute_use_defs
 from numba.core.compiler import StateDict
 from numba.core.ir_utils import build_definitions
 from numba.parfors.parfor import Parfor
+from numba.parfors import parfor_lowering
 from numba.parfors.parfor_lowering import ParforLower
 
 from ..compiler.driver import CompiledFunction, compile_state
@@ -159,6 +160,8 @@ def _compile_loops(state, typed_ir, reason: str, parfors: list, interfaces: list
             if resident & set(inputs):
                 raise _LoopOnCPU() from None
             loop.reason = exc.construct
+            if state.get("locals"):
+                parfor.lowerer = functools.partial(_numba_cpu_loop, dict(state.locals))
             warnings.warn(FallbackWarning(
                 f"numba-mlir-gpu: the parallel loop at line {loop.line} runs with Numba's CPU "
                 f"lowering (unsupported_loops='cpu'): {exc.construct}", loc=parfor.loc))
@@ -300,6 +303,27 @@ def _call_loop(loop: LoopPath, lowerer: HostLower, parfor: Parfor) -> None:
         mark_written_list(lowerer, loop.parameters[index])
     for i, name in enumerate(loop.outputs):
         lowerer.storevar(builder.extract_value(results, i), name)
+
+
+def _numba_cpu_loop(declared: dict, lowerer: HostLower, parfor: Parfor) -> None:
+    """Numba's CPU lowering of a parfor, its body typed again with the function's
+    `locals` declarations: Numba's own lowering types the outlined body without them
+    (`_create_gufunc_for_parfor_body(..., locals={})`), so a variable declared int32
+    and assigned an int64 becomes int64 there and no longer matches the types the
+    function was inferred with (a heapq push of a list of (float32, int32) tuples
+    fails to type). Stock Numba with parallel=True fails alike."""
+    create = parfor_lowering._create_gufunc_for_parfor_body
+
+    def with_locals(lowerer, parfor, typemap, typingctx, targetctx, flags, locals, *rest):
+        return create(lowerer, parfor, typemap, typingctx, targetctx, flags,
+                      {**declared, **locals}, *rest)
+
+    # module global looked up at the call; compilations hold Numba's compiler lock
+    parfor_lowering._create_gufunc_for_parfor_body = with_locals
+    try:
+        parfor_lowering._lower_parfor_parallel_std(lowerer, parfor)
+    finally:
+        parfor_lowering._create_gufunc_for_parfor_body = create
 
 
 def _parameter_type(lowerer: HostLower, parameter: Parameter) -> types.Type:

@@ -12,6 +12,7 @@ from ..lowering.errors import UnsupportedConstructError
 from ..runtime.device_arrays import device_result_type
 from .fallback import (CompiledPath, FallbackFunction, HostLower, compile_loops,
                        fallback_allowed)
+from . import numba_fixes
 from .typed_ir import typed_ir, typed_passes
 from .wrapper import EntryCallLower
 
@@ -118,6 +119,10 @@ class MLIRGPUPipeline(CompilerBase):
     target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
     fallback = None  # None: $NUMBA_MLIR_GPU_FALLBACK (fallback.py), on unless "0"
     unsupported_loops = "error"     # or "cpu": such loops run with Numba's CPU lowering
+
+    def _compile_core(self):
+        with numba_fixes.corrected():      # Numba bugs our parfor passes meet (numba_fixes.py)
+            return super()._compile_core()
 
     def define_pipelines(self):
         self.state["numba_mlir_gpu_target"] = self.target

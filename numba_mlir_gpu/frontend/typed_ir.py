@@ -17,6 +17,7 @@ from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
                                      NoPythonSupportedFeatureValidation, ParforPass,
                                      PreLowerStripPhis, PreParforPass)
 
+from . import numba_fixes
 from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
 from .loop_exits import SplitLoopExitEdges
 from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
@@ -72,6 +73,10 @@ class StopWithTypedIR(AnalysisPass):
 
 
 class TypedIRPipeline(CompilerBase):
+    def _compile_core(self):
+        with numba_fixes.corrected():
+            return super()._compile_core()
+
     def define_pipelines(self):
         pm = typed_passes(self.state, "numba_mlir_gpu_typed_ir")
         pm.add_pass(StopWithTypedIR, "stop with typed IR")

@@ -4,6 +4,8 @@ Each rule returns a value of the target variable's type.
 """
 from __future__ import annotations
 
+import operator
+
 from numba.core import types
 from numba.core.typing import signature
 
@@ -21,10 +23,20 @@ def _result(lw, value, fromty, target):
     return casts.cast(value, fromty, lw.typeof(target))
 
 
+_LITERAL_COMPARISONS = {operator.eq: operator.eq, operator.ne: operator.ne}
+
+
 @expr_rules.register("binop", "inplace_binop")
 def lower_binop(lw, expr, target):
     sig = lw.calltypes[expr]
     fn = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
+    if fn in _LITERAL_COMPARISONS:
+        literals = [lw.typeof(v.name) for v in (expr.lhs, expr.rhs)]
+        if all(isinstance(t, types.StringLiteral) for t in literals):
+            # `shift == "left"` of a string argument given as a literal (stumpy's
+            # _shift_insert_at_index(..., shift="right")): known at compile time
+            same = _LITERAL_COMPARISONS[fn](literals[0].literal_value, literals[1].literal_value)
+            return _result(lw, const(types.boolean, same), types.boolean, target)
     lhs = lw.read_as(expr.lhs, sig.args[0])
     rhs = lw.read_as(expr.rhs, sig.args[1])
     if expr.op == "inplace_binop" and isinstance(lhs, ArrayValue):
@@ -216,3 +228,21 @@ def lower_typed_getitem(lw, expr, target):
     index = lw.read(expr.index)
     return _item(lw, value, index, lw.typeof(expr.index.name), expr, target)
 
+
+
+@expr_rules.register("null")
+def lower_null(lw, expr, target):
+    """`v = null()`: Numba's SSA gives a variable that is read on a path where it
+    is not yet assigned (`c = c + x` in the else of an `if i == 0` that assigns
+    it first, in a loop) this definition at the top; Numba lowers it as the
+    type's zero value. Scalars and tuples of scalars here."""
+    ty = types.unliteral(lw.typeof(target))
+
+    def zero(t):
+        if is_scalar(t):
+            return const(t, False if isinstance(t, types.Boolean) else 0)
+        if isinstance(t, types.BaseTuple) and not isinstance(t, types.NamedTuple):
+            return TupleValue([zero(item) for item in t.types], t)
+        raise UnsupportedConstructError(f"a variable of type {t} read before it is assigned "
+                                        "on some path (null())", expr.loc)
+    return zero(ty)

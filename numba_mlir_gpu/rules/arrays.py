@@ -8,6 +8,7 @@ import numpy as np
 from numba.core import types
 from numba.np.arrayobj import _array_copy_intrinsic
 from numba.np.npyimpl import _make_dtype_object
+from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import empty_inferred
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import get_type_max_value, get_type_min_value
@@ -62,6 +63,13 @@ def attr_dtype(lw, array, ty, expr):
 @attr_rules.register((types.Array, "size"))
 def attr_size(lw, array, ty, expr):
     return size_of(array)
+
+
+@attr_rules.register((types.Array, "itemsize"))
+def attr_itemsize(lw, array, ty, expr):
+    """The element's size in bytes, a compile-time constant (stumpy's
+    `_compute_diagonal`: `T_A.itemsize`)."""
+    return const_i64(as_dtype(types.unliteral(ty).dtype).itemsize)
 
 
 @attr_rules.register((types.Array, "ndim"))

@@ -281,8 +281,10 @@ def _installed(dist: str) -> bool:
 
 
 def _timeout_plugin() -> list:
-    """`-p pytest_timeout` where it is not installed (then it comes as a wheel)."""
-    return [] if _installed("pytest_timeout") else ["-p", "pytest_timeout"]
+    """`-p timeout` where it is not installed (then it comes as a wheel). The wheel's
+    metadata is on the path too, so pytest finds its `pytest11` entry point `timeout`:
+    `-p pytest_timeout` would register the module a second time under another name."""
+    return [] if _installed("pytest_timeout") else ["-p", "timeout"]
 
 
 def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,

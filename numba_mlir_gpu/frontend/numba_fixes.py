@@ -1,0 +1,71 @@
+"""Corrections of Numba bugs that our always-on parfor conversion meets, active only
+while one of our pipelines compiles (stock Numba in the same process keeps its own
+behaviour, so a comparison against it stays a comparison against Numba as shipped).
+
+* `SymbolicEquivSet._insert` (numba/parfors/array_analysis.py): after merging two
+  size classes it merges, in turn, the names at equal offsets from the class. A name
+  in `ref_by[obj]` as `(name, j)` is `obj - j`, but it is filed under the offset `+j`
+  (the `def_by` branch next to it files `name = obj - offset` under `-offset`), so
+  names at opposite offsets are merged. With `m = n + 1; d = m - 1` (np.linspace's
+  implementation computes `num - 1`), `n + 1` and `n - 1` become one size class:
+  `out = np.zeros(n - 1); out[:] = np.linspace(0, 1, n + 1)[1:-1]` fails its size
+  assertion (stock Numba with parallel=True fails alike), and a wrong equivalence
+  can drop an assertion or fuse loops of different lengths. Fixed by filing under
+  `-j`.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from numba.parfors import array_analysis
+
+_active = threading.local()
+_numba_insert = array_analysis.SymbolicEquivSet._insert
+
+
+def _insert(self, objs):
+    if not getattr(_active, "depth", 0):
+        return _numba_insert(self, objs)
+    # Numba's SymbolicEquivSet._insert, the ref_by offset's sign corrected
+    indset = set()
+    uniqs = set()
+    for obj in objs:
+        ind = self._get_ind(obj)
+        if ind == -1:
+            uniqs.add(obj)
+        elif ind not in indset:
+            uniqs.add(obj)
+            indset.add(ind)
+    if len(uniqs) <= 1:
+        return False
+    uniqs = list(uniqs)
+    array_analysis.ShapeEquivSet._insert(self, uniqs)
+    objs = self.ind_to_obj[self._get_ind(uniqs[0])]
+    offset_dict = {}                       # k: the names equal to (any of objs) + k
+    for obj in objs:
+        if obj in self.def_by:
+            value = self.def_by[obj]
+            if isinstance(value, tuple):
+                (name, offset) = value     # obj = name + offset
+                offset_dict.setdefault(-offset, []).append(name)
+                for (v, i) in self.ref_by.get(name, ()):   # name = v + i
+                    offset_dict.setdefault(-(offset + i), []).append(v)
+        for (name, j) in self.ref_by.get(obj, ()):         # obj = name + j
+            offset_dict.setdefault(-j, []).append(name)
+    for names in offset_dict.values():
+        self._insert(names)
+    return True
+
+
+array_analysis.SymbolicEquivSet._insert = _insert
+
+
+@contextlib.contextmanager
+def corrected():
+    """Numba's passes run inside this with the corrections above."""
+    _active.depth = getattr(_active, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _active.depth -= 1
