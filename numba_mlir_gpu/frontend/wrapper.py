@@ -19,6 +19,7 @@ from numba.np.arrayobj import populate_array
 from ..compiler.jit import array_destructor_symbol
 from ..lowering.types import flat_types, is_fortran, is_static
 from ..lowering.values import ReturnPlan
+from ..runtime.device import FAILURE_FAULT, FAILURE_LAUNCH, FAILURE_OUT_OF_MEMORY
 from ..runtime.device_arrays import DeviceArrayType
 
 _I8P = llir.IntType(8).as_pointer()
@@ -43,12 +44,14 @@ _register_nrt_manage_memory()
 
 # Failures the GPU runtime records (runtime/device.py), raised after the call.
 _GPU_FAILURES = {
-    1: (MemoryError, ("numba-mlir-gpu: out of GPU memory (a device allocation failed)",)),
-    2: (RuntimeError, ("numba-mlir-gpu: a GPU kernel launch failed",)),
-    3: (RuntimeError, ("numba-mlir-gpu: a GPU kernel faulted (CUDA reported an error at the "
-                       "next synchronisation or copy; an index far outside an array does "
-                       "this: compile with boundscheck=True to get an IndexError naming the "
-                       "array). CUDA leaves this process's GPU context unusable",)),
+    FAILURE_OUT_OF_MEMORY: (MemoryError, (
+        "numba-mlir-gpu: out of GPU memory (a device allocation failed)",)),
+    FAILURE_LAUNCH: (RuntimeError, ("numba-mlir-gpu: a GPU kernel launch failed",)),
+    FAILURE_FAULT: (RuntimeError, (
+        "numba-mlir-gpu: a GPU kernel faulted (CUDA reported an error at the next "
+        "synchronisation or copy; an index far outside an array does this: compile with "
+        "boundscheck=True to get an IndexError naming the array). CUDA leaves this "
+        "process's GPU context unusable",)),
 }
 
 
