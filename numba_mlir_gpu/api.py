@@ -11,20 +11,25 @@ from numba.core.dispatcher import Dispatcher
 from .compiler import CompiledFunction
 from .frontend.dispatch import with_device_shortcut
 from .frontend.fallback import UNSUPPORTED_LOOPS, CompiledPath, FallbackFunction
-from .frontend.pipeline import MLIRGPUPipeline
+from .frontend.pipeline import PRANGE, MLIRGPUPipeline
 from .targets.choice import TARGETS
 
 
 @functools.lru_cache(maxsize=None)
 def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
-                 unsupported_loops: str = "error") -> type:
-    """MLIRGPUPipeline, or a subclass pinned to a target and fallback options."""
+                 unsupported_loops: str = "error", prange: str = "parallel") -> type:
+    """MLIRGPUPipeline, or a subclass pinned to a target and fallback options.
+    `prange="flags"` runs the prange loops of a function compiled without
+    `parallel=True` serially, as stock Numba does (the library shim's default)."""
     if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     if unsupported_loops not in UNSUPPORTED_LOOPS:
         raise ValueError(f"unsupported_loops must be one of {', '.join(UNSUPPORTED_LOOPS)}, "
                          f"not {unsupported_loops!r}")
-    settings = {"target": target, "fallback": fallback, "unsupported_loops": unsupported_loops}
+    if prange not in PRANGE:
+        raise ValueError(f"prange must be one of {', '.join(PRANGE)}, not {prange!r}")
+    settings = {"target": target, "fallback": fallback, "unsupported_loops": unsupported_loops,
+                "prange": prange}
     changed = {k: v for k, v in settings.items() if v != getattr(MLIRGPUPipeline, k)}
     if not changed:
         return MLIRGPUPipeline

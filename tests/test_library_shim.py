@@ -45,15 +45,38 @@ FAKE = textwrap.dedent("""
     @vectorize(["float64(float64)"])
     def twice(v):
         return 2.0 * v
+
+    @njit                      # no parallel=True: stock Numba runs the prange serially,
+    def distinct_per_row(x, visited):   # which the shared scratch buffer relies on
+        out = np.zeros(x.shape[0], dtype=np.int64)
+        for i in prange(x.shape[0]):
+            for k in range(visited.shape[0]):
+                visited[k] = 0
+            n = 0
+            for j in range(x.shape[1]):
+                if visited[x[i, j]] == 0:
+                    visited[x[i, j]] = 1
+                    n += 1
+            out[i] = n
+        return out + 0         # an array expression: still a parallel loop
+
+    @njit
+    def running_sum(x):        # a value carried from iteration to iteration: serial only
+        out = np.empty_like(x)
+        c = 0.0
+        for i in prange(x.shape[0]):
+            c += x[i]
+            out[i] = c
+        return out
 """)
 
 
-@pytest.fixture
-def fake_lib(tmp_path, monkeypatch):
+def _fake_lib(tmp_path, monkeypatch, **settings):
     name = f"fake_numba_lib_{os.getpid()}_{tmp_path.name}".replace("-", "_")
     (tmp_path / f"{name}.py").write_text(FAKE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    shim = library_shim.Shim("ours", target="cpu", unsupported_loops="cpu", modules=[name])
+    shim = library_shim.Shim("ours", target="cpu", unsupported_loops="cpu", modules=[name],
+                             **settings)
     shim.install()
     try:
         module = __import__(name)
@@ -61,6 +84,50 @@ def fake_lib(tmp_path, monkeypatch):
     finally:
         shim.uninstall()
         sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def fake_lib(tmp_path, monkeypatch):
+    yield from _fake_lib(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def fake_lib_all_parallel(tmp_path, monkeypatch):
+    yield from _fake_lib(tmp_path, monkeypatch, prange="parallel")
+
+
+def _distinct_counts(x):
+    return np.array([len(set(row)) for row in x], dtype=np.int64)
+
+
+def _serial_rows_case():
+    x = np.random.default_rng(0).integers(0, 50, size=(64, 40))
+    return x, np.zeros(50, np.uint8)
+
+
+def test_prange_without_parallel_true_stays_serial(fake_lib):
+    """docs/libraries.md A7: a library's njit without parallel=True keeps
+    its prange loops serial (its shared scratch buffer is then correct);
+    the array expression still becomes a parallel loop through MLIR."""
+    shim, lib = fake_lib
+    x, visited = _serial_rows_case()
+    np.testing.assert_array_equal(lib.distinct_per_row(x, visited), _distinct_counts(x))
+    x = np.arange(1.0, 40.0)
+    np.testing.assert_array_equal(lib.running_sum(x), np.cumsum(x))
+    by_name = {c.function.rsplit(".", 1)[1]: c for c in shim.compilations}
+    assert by_name["running_sum"].path == "mlir" and by_name["running_sum"].parfors == 0
+    assert by_name["distinct_per_row"].parfors == 2      # np.zeros, `out + 0`; not the prange
+    assert shim.report()["prange"] == "flags"
+
+
+def test_prange_setting_converts_every_prange(fake_lib_all_parallel):
+    shim, lib = fake_lib_all_parallel
+    x = np.arange(6.0)
+    np.testing.assert_allclose(lib.scale(x, 3.0), 3.0 * x)
+    lib.running_sum(x)
+    rec, = [c for c in shim.compilations if c.function.endswith("running_sum")]
+    assert rec.path == "mlir" and rec.parfors == 1       # the prange loop, converted
+    assert shim.report()["prange"] == "parallel"
 
 
 def test_routes_whole_function_and_fallback(fake_lib):

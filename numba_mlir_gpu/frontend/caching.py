@@ -64,7 +64,8 @@ class MLIRFunctionCache(FunctionCache):
         target = choose_target(pipeline.target).name
         fallback = fallback_allowed({"numba_mlir_gpu_fallback": pipeline.fallback})
         return super()._index_key(sig, codegen) + (
-            ("numba_mlir_gpu", __version__, target, fallback, pipeline.unsupported_loops),)
+            ("numba_mlir_gpu", __version__, target, fallback, pipeline.unsupported_loops,
+             pipeline.prange),)
 
 
 def _install() -> None:

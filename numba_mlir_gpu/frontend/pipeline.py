@@ -109,6 +109,9 @@ def _construct_and_line(exc: UnsupportedConstructError) -> str:
     return exc.construct + (f", line {loc.line}" if loc is not None and loc.line else "")
 
 
+PRANGE = ("parallel", "flags")
+
+
 class MLIRGPUPipeline(CompilerBase):
     """Numba compiler pipeline that compiles through MLIR (GPU or CPU).
 
@@ -119,6 +122,7 @@ class MLIRGPUPipeline(CompilerBase):
     target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
     fallback = None  # None: $NUMBA_MLIR_GPU_FALLBACK (fallback.py), on unless "0"
     unsupported_loops = "error"     # or "cpu": such loops run with Numba's CPU lowering
+    prange = "parallel"   # or "flags": serial without parallel=True (typed_ir.typed_passes)
 
     def _compile_core(self):
         with numba_fixes.corrected():      # Numba bugs our parfor passes meet (numba_fixes.py)
@@ -128,7 +132,7 @@ class MLIRGPUPipeline(CompilerBase):
         self.state["numba_mlir_gpu_target"] = self.target
         self.state["numba_mlir_gpu_fallback"] = self.fallback
         self.state["numba_mlir_gpu_unsupported_loops"] = self.unsupported_loops
-        pm = typed_passes(self.state, "numba_mlir_gpu")
+        pm = typed_passes(self.state, "numba_mlir_gpu", self.prange)
         pm.add_pass(MLIRLowering, "lower through MLIR")
         pm.add_pass(NoPythonBackend, "nopython mode backend")
         pm.finalize()

@@ -37,14 +37,21 @@ class QuietParforPass(ParforPass):
             return super().run_pass(state)
 
 
-def typed_passes(state, name: str) -> PassManager:
+def typed_passes(state, name: str, prange: str = "parallel") -> PassManager:
     """Numba's untyped and typed passes (parfor conversion forced on) and
     the legalisation that its own lowering would be preceded by; our
     rewrites (rewrites.py) run before type inference and in place of
     Numba's PreParforPass; loop exits are split before the phis are stripped
     (loop_exits.py: else Numba's reduction analysis loses reductions updated
-    in a loop inside a branch of a prange body)."""
-    state.flags.auto_parallel = ParallelOptions(True)
+    in a loop inside a branch of a prange body).
+
+    `prange="flags"` keeps the `prange` loops of a function compiled without
+    `parallel=True` serial, as stock Numba runs them (a library may share
+    scratch memory between their iterations); its array expressions and
+    NumPy calls still become parallel loops, which are race-free."""
+    asked = state.flags.auto_parallel.enabled
+    state.flags.auto_parallel = ParallelOptions(
+        True if asked or prange == "parallel" else {"prange": False})
     dpb = DefaultPassBuilder
     pm = PassManager(name)
     pm.passes.extend(dpb.define_untyped_pipeline(state).passes)

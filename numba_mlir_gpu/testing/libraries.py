@@ -52,6 +52,8 @@ class Library:
     modules: list = field(default_factory=list)    # module prefixes the shim routes (default: packages)
     stubs: dict = field(default_factory=dict)      # module -> source, put on sys.path where the
     #                                                module is missing (test-only imports)
+    prange: str = "flags"       # the shim's NUMBA_MLIR_GPU_SHIM_PRANGE: "parallel" for a library
+    #                             whose prange loops without parallel=True are known race-free
     why: str = ""
     bench: str = ""             # Python source: defines `setup()` -> args and `work(*args)`
 
@@ -138,6 +140,8 @@ def work(D, R, gamma):
         drop=["pyts/datasets/cached_datasets/UCR/PigCVP/*", "pyts/datasets/cached_datasets/UCR/Coffee/*",
               "pyts/datasets/cached_datasets/UEA/*"],
         wheels=["platformdirs==4.5.0"],
+        # its prange loops (without parallel=True) write disjoint rows: known race-free
+        prange="parallel",
         why="time-series classification; DTW, lower bounds and SSA are njit with prange "
             "(without parallel=True: serial in stock Numba, parallel loops in ours)",
         bench="""
@@ -264,6 +268,7 @@ def _env(source: Path, lib: Library, mode: str, target: str, report: Path, cache
         "NUMBA_MLIR_GPU_SHIM": mode,
         "NUMBA_MLIR_GPU_TARGET": target,
         "NUMBA_MLIR_GPU_SHIM_MODULES": ",".join(lib.modules or lib.packages),
+        "NUMBA_MLIR_GPU_SHIM_PRANGE": lib.prange,
         "NUMBA_MLIR_GPU_SHIM_REPORT": str(report),
         "NUMBA_CACHE_DIR": str(cache),            # never share cached machine code between runs
         "PYTHONDONTWRITEBYTECODE": "1",

@@ -15,7 +15,7 @@ The rule:
 * A *top-level* compilation of a `numba.njit` / `numba.jit` dispatcher (a
   CPU `Dispatcher` whose pipeline is Numba's default `Compiler`, not object
   mode), of a function whose module is routed, compiles with
-  `pipeline_for(target, fallback=True, unsupported_loops=...)` instead: the
+  `pipeline_for(target, fallback=True, unsupported_loops=..., prange=...)` instead: the
   whole function through MLIR, else (fallback) Numba-lowered host code
   around MLIR loops. Top-level: not nested in another compilation (what a
   call, `dispatcher.compile(sig)` or an eager signature starts).
@@ -25,6 +25,11 @@ The rule:
   never calls that machine code. The overloads nested compilations add to
   routed dispatchers are removed when the top-level compilation ends, so a
   later direct call compiles afresh, through ours.
+* A dispatcher made without `parallel=True` keeps its `prange` loops serial,
+  as stock Numba runs them (its array expressions and NumPy calls still
+  become parallel loops): a library may rely on that, sharing scratch
+  memory between iterations (docs/libraries.md, A7). A library known to be
+  race-free can have every prange converted (NUMBA_MLIR_GPU_SHIM_PRANGE).
 * `@vectorize`, `@guvectorize`, `@cfunc`, `@stencil` (as its own
   dispatcher) and `numba.cuda` stay Numba's; so does a dispatcher given an
   explicit `pipeline_class`, and object mode (`forceobj=True`).
@@ -37,6 +42,8 @@ Environment (all optional):
   NUMBA_MLIR_GPU_SHIM_LOOPS    unsupported_loops: "cpu" (default: a parallel loop our
                                lowering cannot take runs with Numba's parfor lowering,
                                recorded) or "error"
+  NUMBA_MLIR_GPU_SHIM_PRANGE   "flags" (default: prange parallel only with parallel=True, as
+                               stock Numba) or "parallel" (every prange a parallel loop)
   NUMBA_MLIR_GPU_SHIM_MODULES  comma-separated module prefixes to route (default: every
                                module but numba's own)
   NUMBA_MLIR_GPU_SHIM_REPORT   write the JSON record there at the end of the session
@@ -62,6 +69,7 @@ from typing import Optional
 ENV_MODE = "NUMBA_MLIR_GPU_SHIM"
 ENV_LOOPS = "NUMBA_MLIR_GPU_SHIM_LOOPS"
 ENV_MODULES = "NUMBA_MLIR_GPU_SHIM_MODULES"
+ENV_PRANGE = "NUMBA_MLIR_GPU_SHIM_PRANGE"
 ENV_REPORT = "NUMBA_MLIR_GPU_SHIM_REPORT"
 
 COLLECTION = "<import or collection>"
@@ -100,8 +108,10 @@ class Shim:
     """The patches and the record; one per process (`install`)."""
 
     def __init__(self, mode: str = "ours", target: Optional[str] = None,
-                 unsupported_loops: str = "cpu", modules: Optional[list] = None):
+                 unsupported_loops: str = "cpu", modules: Optional[list] = None,
+                 prange: str = "flags"):
         self.mode = mode
+        self.prange = prange
         self.target = target
         self.unsupported_loops = unsupported_loops
         self.modules = [m for m in (modules or []) if m]
@@ -138,7 +148,7 @@ class Shim:
         from ..frontend.pipeline import MLIRLowering
 
         shim = self
-        self.pipeline = pipeline_for(self.target, True, self.unsupported_loops)
+        self.pipeline = pipeline_for(self.target, True, self.unsupported_loops, self.prange)
         original_fc = _FunctionCompiler._compile_core
         original_core = compiler.CompilerBase._compile_core
         original_mlir = MLIRLowering.run_pass
@@ -224,6 +234,7 @@ class Shim:
             "mode": self.mode,
             "target": self.target,
             "unsupported_loops": self.unsupported_loops,
+            "prange": self.prange,
             "modules": self.modules,
             "outcomes": self.outcomes,
             "messages": self.messages,
@@ -278,7 +289,8 @@ _SHIM: Optional[Shim] = None
 
 
 def install(mode: Optional[str] = None, target: Optional[str] = None,
-            unsupported_loops: Optional[str] = None, modules: Optional[list] = None) -> Shim:
+            unsupported_loops: Optional[str] = None, modules: Optional[list] = None,
+            prange: Optional[str] = None) -> Shim:
     """Install the shim once per process; arguments override the environment."""
     global _SHIM
     if _SHIM is None:
@@ -286,7 +298,8 @@ def install(mode: Optional[str] = None, target: Optional[str] = None,
         _SHIM = Shim(mode or os.environ.get(ENV_MODE, "ours"),
                      target or os.environ.get("NUMBA_MLIR_GPU_TARGET") or None,
                      unsupported_loops or os.environ.get(ENV_LOOPS, "cpu"),
-                     modules if modules is not None else env_modules.split(","))
+                     modules if modules is not None else env_modules.split(","),
+                     prange or os.environ.get(ENV_PRANGE, "flags"))
         _SHIM.install()
     return _SHIM
 
