@@ -36,6 +36,33 @@ def to_i64(value: ir.Value) -> ir.Value:
     return value
 
 
+# Values of a reduction kept in buffers (partials of chunks or blocks): MLIR's
+# LLVM lowering has no memrefs of i1, so booleans are bytes in memory.
+
+def memory_type(ty: ir.Type) -> ir.Type:
+    return ir.IntegerType.get_signless(8) if _is_i1(ty) else ty
+
+
+def value_buffer(shape: list, ty: ir.Type) -> ir.Value:
+    """A new buffer of `shape` for values of type `ty` (memory_type)."""
+    return memref.AllocOp(ir.MemRefType.get(shape, memory_type(ty)), [], []).result
+
+
+def store_value(value: ir.Value, buffer: ir.Value, indices: list) -> None:
+    if _is_i1(value.type):
+        value = arith.ExtUIOp(ir.IntegerType.get_signless(8), value).result
+    memref.StoreOp(value, buffer, indices)
+
+
+def load_value(buffer: ir.Value, indices: list, ty: ir.Type) -> ir.Value:
+    value = memref.LoadOp(buffer, indices).result
+    return arith.TruncIOp(ty, value).result if _is_i1(ty) else value
+
+
+def _is_i1(ty: ir.Type) -> bool:
+    return isinstance(ty, ir.IntegerType) and ty.width == 1
+
+
 def dim(array: ir.Value, axis: int) -> ir.Value:
     """Size of `axis` as an index value."""
     return memref.DimOp(array, const_index(axis)).result

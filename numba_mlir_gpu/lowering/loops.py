@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from .._mlir import arith, ir, memref, scf
-from .build import const_index
+from .build import const_index, load_value, store_value, value_buffer
 
 
 def product(values: Sequence[ir.Value]) -> ir.Value:
@@ -70,8 +70,7 @@ def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.
     """In parallel, chunk t of [0, total) folds its iterations in order with
     `step(k, accs)` from the reductions' identities into partial[t]; returns
     one buffer of `chunks` partials per reduction."""
-    partials = [memref.AllocOp(ir.MemRefType.get([chunks], r.mlir_type), [], []).result
-                for r in reductions]
+    partials = [value_buffer([chunks], r.mlir_type) for r in reductions]
 
     def chunk(t):
         lo, hi = chunk_bounds(t, total, chunks)
@@ -79,7 +78,7 @@ def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.
         with ir.InsertionPoint(loop.body):
             scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
         for p, value in zip(partials, loop.results):
-            memref.StoreOp(value, p, [t])
+            store_value(value, p, [t])
     flat_parallel(const_index(chunks), chunk)
     return partials
 
@@ -91,7 +90,7 @@ def fold_in_order(partials: list[ir.Value], count: ir.Value, reductions) -> list
                      [r.identity_value() for r in reductions])
     with ir.InsertionPoint(loop.body):
         j = loop.induction_variable
-        scf.YieldOp([red.combine(acc, memref.LoadOp(p, [j]).result) for red, acc, p
+        scf.YieldOp([red.combine(acc, load_value(p, [j], red.mlir_type)) for red, acc, p
                      in zip(reductions, loop.inner_iter_args, partials)])
     return list(loop.results)
 

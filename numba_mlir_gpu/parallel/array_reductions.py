@@ -26,7 +26,7 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, memref, scf
 from ..lowering.arrays import fill, load_element, shape_of, store_element
-from ..lowering.build import const_index, stack_copy
+from ..lowering.build import const_index, stack_copy, store_value, value_buffer
 from ..lowering.errors import UnsupportedConstructError, user_name
 from ..lowering.loops import (chunk_span, delinearize, flat_parallel, fold_in_order, parallel_for,
                               product)
@@ -77,8 +77,7 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
     chunks = lw.target.array_reduction_chunks(total, sizes, [
         red.type.bitwidth // 8 for _, _, red in reductions])
     privates = [_private_copies(array, chunks) for _, array, _ in reductions]
-    partials = [memref.AllocOp(ir.MemRefType.get([MAX_CHUNKS], r.mlir_type), [], []).result
-                for r in scalars]
+    partials = [value_buffer([MAX_CHUNKS], r.mlir_type) for r in scalars]
 
     def start(t):
         views = {}
@@ -93,7 +92,7 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
 
     def finish(t, accs):
         for partial, acc in zip(partials, accs):
-            memref.StoreOp(acc, partial, [t])
+            store_value(acc, partial, [t])
     chunks = lw.target.chunked_loop(lw, total, chunks, sizes, list(inner_trips), Chunk(
         start, iteration, finish, [r.identity_value() for r in scalars]))
     for (name, array, red), private in zip(reductions, privates):

@@ -24,7 +24,8 @@ from numba.core import types
 
 from .._mlir import arith, ir, memref, scf
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
-from ..lowering.build import const_i64, const_index, stack_copy, to_i64, to_index
+from ..lowering.build import (const_i64, const_index, load_value, stack_copy, store_value, to_i64,
+                              to_index, value_buffer)
 from ..lowering.casts import cast, truth
 from ..lowering.loops import chunk_bounds, chunked_partials, delinearize, flat_parallel, product
 from ..lowering.values import ArrayValue
@@ -41,19 +42,18 @@ class ChunkedScan:
 
     def __init__(self, total: ir.Value, reduction: Reduction,
                  fold: Callable[[ir.Value, list], list]):
-        self.total = total
+        self.total, self.reduction = total, reduction
         (partials,) = chunked_partials(total, SCAN_CHUNKS, [reduction], fold)
         host = stack_copy(partials)
         loop = scf.ForOp(const_index(0), const_index(SCAN_CHUNKS), const_index(1),
                          [reduction.identity_value()])
         with ir.InsertionPoint(loop.body):
             chunk, running = loop.induction_variable, loop.inner_iter_args[0]
-            chunk_total = memref.LoadOp(host, [chunk]).result
-            memref.StoreOp(running, host, [chunk])
+            chunk_total = load_value(host, [chunk], reduction.mlir_type)
+            store_value(running, host, [chunk])
             scf.YieldOp([reduction.combine(running, chunk_total)])
         self.grand_total = loop.results[0]
-        self.starts = memref.AllocOp(ir.MemRefType.get([SCAN_CHUNKS], reduction.mlir_type),
-                                     [], []).result
+        self.starts = value_buffer([SCAN_CHUNKS], reduction.mlir_type)
         memref.CopyOp(host, self.starts)
 
     def rescan(self, step: Callable[[ir.Value, ir.Value], ir.Value]) -> None:
@@ -61,7 +61,8 @@ class ChunkedScan:
         k of the chunk in order, starting from the chunk's start."""
         def chunk(t):
             lo, hi = chunk_bounds(t, self.total, SCAN_CHUNKS)
-            loop = scf.ForOp(lo, hi, const_index(1), [memref.LoadOp(self.starts, [t]).result])
+            loop = scf.ForOp(lo, hi, const_index(1),
+                             [load_value(self.starts, [t], self.reduction.mlir_type)])
             with ir.InsertionPoint(loop.body):
                 scf.YieldOp([step(loop.induction_variable, loop.inner_iter_args[0])])
         flat_parallel(const_index(SCAN_CHUNKS), chunk)

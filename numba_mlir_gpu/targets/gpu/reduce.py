@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, func, gpu, ir, memref, scf
-from ...lowering.build import cmpi, const_index, select, stack_copy
+from ...lowering.build import (cmpi, const_index, load_value, select, stack_copy, store_value,
+                               value_buffer)
 from . import schedules
 
 THREADS = schedules.REDUCE_THREADS
@@ -49,8 +50,7 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         const_index(MAX_BLOCKS),
         arith.MaxUIOp(const_index(1),
                       arith.CeilDivUIOp(total, const_index(THREADS)).result).result).result
-    partials = [memref.AllocOp(ir.MemRefType.get([MAX_BLOCKS], r.mlir_type), [], []).result
-                for r in reductions]
+    partials = [value_buffer([MAX_BLOCKS], r.mlir_type) for r in reductions]
 
     def per_block(block_id, thread_id, grid_size):
         stride = arith.MulIOp(grid_size, const_index(THREADS)).result
@@ -75,12 +75,12 @@ def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
         pairs = scf.ForOp(const_index(0), arith.SubIOp(n, half).result, const_index(1))
         with ir.InsertionPoint(pairs.body):
             i = pairs.induction_variable
-            upper = memref.LoadOp(values, [arith.AddIOp(i, half).result]).result
-            memref.StoreOp(reduction.combine(memref.LoadOp(values, [i]).result, upper),
-                           values, [i])
+            ty = reduction.mlir_type
+            upper = load_value(values, [arith.AddIOp(i, half).result], ty)
+            store_value(reduction.combine(load_value(values, [i], ty), upper), values, [i])
             scf.YieldOp([])
         n = half
-    return memref.LoadOp(values, [const_index(0)]).result
+    return load_value(values, [const_index(0)], reduction.mlir_type)
 
 
 def _launch(grid: ir.Value, reductions, partials, body) -> None:
@@ -97,7 +97,7 @@ def _launch(grid: ir.Value, reductions, partials, body) -> None:
         first_thread = scf.IfOp(cmpi("eq", args[3], const_index(0)))
         with ir.InsertionPoint(first_thread.then_block):
             for value, p in zip(values, partials):
-                memref.StoreOp(value, p, [slot])
+                store_value(value, p, [slot])
             scf.YieldOp([])
         gpu.TerminatorOp()
 
