@@ -18,11 +18,12 @@ from numba.core.ir_utils import get_definition, guard
 from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, scf
-from ..lowering.build import const_i64
+from ..lowering.build import const_i64, dim, to_i64
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import product, sequential_for
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
+from ..lowering.values import ArrayValue
 from .array_reductions import array_reduction_names, lower_array_reductions, makes_arrays
 from .collapse import collapse_perfect_nest
 from .folds import sequential_fold
@@ -30,6 +31,7 @@ from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
 from .races import refuse_colliding_stores
+from .row_access import row_access_plan
 from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
@@ -115,12 +117,24 @@ def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
     for red, value in zip(reductions, initial):
         red.initial = value
     inner = _nested_parfors(parfor) if lw.target.cooperative_bodies else []
-    trips = _host_trip_counts(lw, parfor, inner)
+    bounds = _host_bounds(lw, parfor, inner)
+    trips = [None if b is None else trip_count(*b) for b in bounds]
 
     def in_chunks():
-        return lower_array_reductions(
-            lw, parfor, nest, arrays, reductions,
-            lambda captured: BodyLowering(lw, parfor, nest, reductions, captured), trips)
+        rows = _row_cache(lw, parfor, inner, bounds, updates)
+
+        def body_for(captured):
+            plain = BodyLowering(lw, parfor, nest, reductions, captured)
+            if rows is None:
+                return plain
+
+            def iteration(indices, accs):
+                if lw.cooperation is None:      # chunks of the CPU
+                    return plain(indices, accs)
+                cached = BodyLowering(lw, parfor, nest, reductions, captured)
+                return lw.cooperation.with_row_cache(lw, rows, plain, cached, indices, accs)
+            return iteration
+        return lower_array_reductions(lw, parfor, nest, arrays, reductions, body_for, trips)
 
     def flat(positive=frozenset()):
         exclude = set(nest.vars) | {r.name for r in reductions}
@@ -192,12 +206,12 @@ def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
     together = cooperation is not None and cooperation.free
     if not reductions:
         if together and not carries_values(parfor):
-            cooperation.loop(nest.trips, lambda counters: body(counters, []))
+            cooperation.loop(nest.trips, lambda counters: body(counters, []), nest)
         else:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
     if together:
-        results = cooperation.fold(nest.trips, body, reductions)
+        results = cooperation.fold(nest.trips, body, reductions, nest)
     else:
         start = [v for red in reductions for v in red.identity_values()]
         results = sequential_fold(nest.trips, start, body)
@@ -236,10 +250,22 @@ def _nested_parfors(parfor: Parfor) -> list:
             if isinstance(stmt, Parfor)]
 
 
-def _host_trip_counts(lw, parfor: Parfor, inner: list) -> list:
-    """Trip counts of the nested parfors that the host can compute before
-    the loop (bounds that are constants or values from outside the body);
-    None for one it cannot (its bounds change with the iteration)."""
+def _row_cache(lw, parfor: Parfor, inner: list, bounds: list, updates: list):
+    """What the target needs to keep rows in registers across the inner
+    loops of the body (parallel/row_access.py), or None."""
+    if updates or lw.mlower.boundscheck or not inner or any(b is None for b in bounds):
+        return None
+    plan = row_access_plan(lw, parfor, inner)
+    if plan is None or len(bounds) != len(inner):
+        return None
+    return lw.target.row_cache_request(lw, plan, [b[:2] for b in bounds], parfor.loc)
+
+
+def _host_bounds(lw, parfor: Parfor, inner: list) -> list:
+    """(start, stop, step) of the loops of the nested parfors, where the
+    host can compute them before the loop (constants or values from outside
+    the body); None for one it cannot (its bounds change with the
+    iteration)."""
     defined = {stmt.target.name: stmt.value for block in parfor.loop_body.values()
                for stmt in block.body if isinstance(stmt, nir.Assign)}
     defined.update({n.index_variable.name: None for n in parfor.loop_nests})
@@ -252,13 +278,27 @@ def _host_trip_counts(lw, parfor: Parfor, inner: list) -> list:
         value = defined[bound.name]
         if isinstance(value, nir.Const) and isinstance(value.value, int):
             return const_i64(value.value)
+        if isinstance(value, nir.Expr) and value.op == "static_getitem" and \
+                isinstance(value.index, int):
+            return extent(value.value.name, value.index)
         return None
-    counts = []
+
+    def extent(shape: str, axis: int):
+        """`x.shape[axis]` of an array from outside the body."""
+        value = defined.get(shape)
+        if not (isinstance(value, nir.Expr) and value.op == "getattr" and value.attr == "shape"
+                and value.value.name not in defined):
+            return None
+        array = lw.read(value.value)
+        if not isinstance(array, ArrayValue) or not -array.type.ndim <= axis < array.type.ndim:
+            return None
+        return to_i64(dim(array.memref, axis % array.type.ndim))
+    result = []
     for nested in inner:
         for loop in nested.loop_nests:
             bounds = [host_value(b) for b in (loop.start, loop.stop, loop.step)]
-            counts.append(None if any(b is None for b in bounds) else trip_count(*bounds))
-    return counts
+            result.append(None if any(b is None for b in bounds) else tuple(bounds))
+    return result
 
 
 def _either(condition: ir.Value, then, otherwise, result_types: list) -> list:
