@@ -141,3 +141,39 @@ def test_bug_reduction_in_loop_in_branch_direct(target):
     expected = numba.njit(f)(A, 3)   # 18.0
     got = numba_mlir_gpu.njit(target=target, fallback=False)(f)(A, 3)   # was 0.0
     assert got == expected
+
+
+def test_numba_reduction_analysis_cycle_is_a_clear_error():
+    """Seed 1009553 of the CPU campaign: Numba's parfor fusion pass asserts
+    ('unexpected cycle in lookup()', Numba issue 10132; njit(parallel=True)
+    fails the same way) on this program. It is refused with an
+    UnsupportedConstructError naming the cause, not an AssertionError."""
+    import numba_mlir_gpu
+    prog = P.generate(1009553)
+    fn = P.compile_source(prog.source())
+    n, m = P._sizes_for(1009553)[0]
+    with pytest.raises(numba_mlir_gpu.UnsupportedConstructError, match="Numba issue 10132"):
+        numba_mlir_gpu.njit(target="cpu", fallback=False)(fn)(*P.make_inputs(1, n, m))
+    assert P.run_program(prog, "cpu", 1009553).status == "refused"
+
+
+def _dies_on_seed_3(w):
+    import os
+    seed, _ = w
+    if seed == 3:
+        os._exit(134)
+    return seed, "pass", None, "", 0.0
+
+
+def test_campaign_survives_a_program_that_kills_its_process(monkeypatch, tmp_path):
+    """A program whose compilation aborts its worker (an MLIR assertion) is
+    a failure naming the seed; the pool's lost tasks run again, one process
+    each (the pool alone waited for them forever)."""
+    import json
+    monkeypatch.setattr(P, "_work", _dies_on_seed_3)
+    monkeypatch.setattr(P, "LOST_AFTER", 5)
+    out = tmp_path / "campaign.json"
+    P.main(["--count", "6", "--seed", "1", "--jobs", "2", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert data["counts"]["pass"] == 5 and data["counts"]["failed"] == 1
+    assert data["failures"][0]["seed"] == 3 and "exit code 134" in data["failures"][0]["detail"]

@@ -53,6 +53,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .isolated import run_isolated
+
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64")
 INTS = DTYPES[1:9]
@@ -1610,37 +1612,15 @@ def _worker(args):
 
 def _isolated(work: list, jobs: int):
     """Results of `_worker(w)` for each w, each in a process of its own
-    (forked, `jobs` at a time), as they finish. A process that dies without
-    a result (an abort inside MLIR or LLVM, a signal) gives a failing
-    Result naming its exit code: a pool would wait for it forever."""
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-    ctx = mp.get_context("fork")
-    pending, running = list(work), {}
-
-    def child(w, conn):
-        conn.send(_worker(w))
-        conn.close()
-    while pending or running:
-        while pending and len(running) < jobs:
-            w = pending.pop(0)
-            reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=child, args=(w, writer), daemon=True)
-            proc.start()
-            writer.close()
-            running[reader] = (proc, w)
-        for reader in wait(list(running)):
-            proc, (p, target, _) = running.pop(reader)
-            try:
-                result = reader.recv()
-            except EOFError:
-                proc.join()
-                result = Result(p[0], str(p[1]), target)
-                result.failures.append(f"the test's process died (exit code {proc.exitcode}) "
-                                       "without a result: a crash, not a mismatch")
-            reader.close()
-            proc.join()
-            yield result
+    (testing/isolated.py): a test whose process dies is a failing Result
+    naming its exit code."""
+    def died(w, code):
+        (p, target, _) = w
+        result = Result(p[0], str(p[1]), target)
+        result.failures.append(f"the test's process died (exit code {code}) without a "
+                               "result: a crash, not a mismatch")
+        return result
+    return run_isolated(lambda w: _worker(w), work, jobs, died)
 
 
 def main(argv=None):

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .isolated import run_isolated
+
 # --------------------------------------------------------------------------------------
 # Program tree
 # --------------------------------------------------------------------------------------
@@ -860,6 +862,16 @@ def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 2
 # Campaign
 # --------------------------------------------------------------------------------------
 
+# seconds without a result after which the pool's missing programs are taken as lost
+LOST_AFTER = 600
+
+
+def _died(w, code):
+    seed, _ = w
+    return (seed, "failed", "crash", f"the program's process died (exit code {code}) without "
+            "a result: a crash of the compiler", None)
+
+
 def _work(args):
     seed, target = args
     import numba_mlir_gpu  # noqa: F401
@@ -913,9 +925,25 @@ def main(argv=None):
     work = [(s, args.target) for s in seeds]
     if args.jobs > 1:
         import multiprocessing as mp
+        seen, done = set(), 0
         with mp.get_context("fork").Pool(args.jobs, maxtasksperchild=50) as pool:
-            for done, res in enumerate(pool.imap_unordered(_work, work, chunksize=4), 1):
+            results = pool.imap_unordered(_work, work)     # chunks of 1: .next(timeout)
+            while True:
+                try:
+                    res = results.next(timeout=LOST_AFTER)
+                except StopIteration:
+                    break
+                except mp.TimeoutError:     # a worker died: its tasks never come back
+                    break
+                seen.add(res[0])
+                done += 1
                 record(res, done)
+            pool.terminate()
+        # the lost ones again, each in a process of its own: the one that dies is a failure
+        for res in run_isolated(_work, [w for w in work if w[0] not in seen], args.jobs,
+                                _died):
+            done += 1
+            record(res, done)
     else:
         for done, w in enumerate(work, 1):
             record(_work(w), done)

@@ -1,0 +1,40 @@
+"""Work items run each in a forked process of its own, so that one that
+kills its process (an abort inside MLIR or LLVM, a signal) becomes a result
+instead of stalling a multiprocessing pool, which waits for a lost task
+forever. Used by the differential sweep and the program generator."""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator
+
+
+def run_isolated(fn: Callable, work: Iterable, jobs: int,
+                 died: Callable[[object, int], object]) -> Iterator:
+    """`fn(w)` for each w, `jobs` processes at a time, yielded as they finish;
+    `died(w, exit_code)` stands for the result of a process that ends
+    without one."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+    ctx = mp.get_context("fork")
+    pending, running = list(work), {}
+
+    def child(w, conn):
+        conn.send(fn(w))
+        conn.close()
+    while pending or running:
+        while pending and len(running) < max(jobs, 1):
+            w = pending.pop(0)
+            reader, writer = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=child, args=(w, writer), daemon=True)
+            proc.start()
+            writer.close()
+            running[reader] = (proc, w)
+        for reader in wait(list(running)):
+            proc, w = running.pop(reader)
+            try:
+                result = reader.recv()
+            except EOFError:
+                proc.join()
+                result = died(w, proc.exitcode)
+            reader.close()
+            proc.join()
+            yield result
