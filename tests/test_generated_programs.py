@@ -177,3 +177,39 @@ def test_campaign_survives_a_program_that_kills_its_process(monkeypatch, tmp_pat
     data = json.loads(out.read_text())
     assert data["counts"]["pass"] == 5 and data["counts"]["failed"] == 1
     assert data["failures"][0]["seed"] == 3 and "exit code 134" in data["failures"][0]["detail"]
+
+
+@pytest.mark.parametrize("target", ["cpu", "compile-only"])
+def test_bug_dead_inner_loop_with_continues_aborted_mlir(target):
+    """Seed 1009692 of the CPU campaign: an inner loop whose reduction is
+    never read, with two `continue`s, left a dead scf.for around a
+    multi-block region; MLIR's canonicalizer asserted while erasing it and
+    the process aborted. cse runs first now (compiler/passes.py)."""
+    src = """
+def f(x, A, out):
+    for i in prange(x.shape[0]):
+        t = x[i]
+        c = 0.0
+        for j in range(1, A.shape[1]):
+            if A[i, j] < 0.5:
+                continue
+            c += t
+            if t > 0.5:
+                continue
+        out[i] = t
+    return out
+"""
+    import numba
+    import numpy as np
+    import numba_mlir_gpu
+    from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
+    fn = P.compile_source(src)
+    rng = np.random.default_rng(1)
+    args = (rng.random(37), rng.random((37, 9)), np.zeros(37))
+    ours = numba_mlir_gpu.njit(target=target, fallback=False)(fn)
+    if target == "compile-only":
+        with pytest.raises(CompileOnlyError):
+            ours(*args)
+        return
+    np.testing.assert_array_equal(ours(*args), numba.njit(fn)(*args))
+    assert P.run_program(P.generate(1009692), "cpu", 1009692).status == "pass"

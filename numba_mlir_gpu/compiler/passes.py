@@ -25,9 +25,12 @@ from .launch import TileParallelLoops
 # array that is not returned (returned arrays are owned by the caller). This
 # is upstream's buffer-deallocation-pipeline, with the general dealloc case
 # lowered by deallocation.py. Ownership-based deallocation needs structured
-# loops, hence lift-cf-to-scf.
+# loops, hence lift-cf-to-scf. The first cse removes dead code before the
+# canonicalizer sees it: its rewriter asserts when it erases a dead loop whose
+# body is a multi-block region (a dead reduction in an inner loop with two
+# `continue`s, generated-program seed 1009692), cse's own erasure does not.
 _DEALLOCATION = [
-    "builtin.module(func.func(mem2reg,canonicalize,cse),lift-cf-to-scf,"
+    "builtin.module(func.func(mem2reg,cse,canonicalize,cse),lift-cf-to-scf,"
     "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
     lower_general_deallocs,
 ]

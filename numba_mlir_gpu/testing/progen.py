@@ -863,7 +863,7 @@ def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 2
 # --------------------------------------------------------------------------------------
 
 # seconds without a result after which the pool's missing programs are taken as lost
-LOST_AFTER = 600
+LOST_AFTER = 120
 
 
 def _died(w, code):
