@@ -72,6 +72,87 @@ def test_stock_numba_keeps_its_own_array_analysis():
         numba.njit(parallel=True)(_linspace_into_slice)(5)
 
 
+# -- Numba issue 10132: copy cycles in the reduction analysis (frontend/numba_fixes.py) -----
+
+# The issue's reproducer and the k-means shape fail in stock Numba on Python 3.12 (the GPU
+# machine's); on 3.11 the CPU campaign's seed 1009553 does (tests/test_generated_programs.py).
+
+def _count_nibbles_over_5(arr):          # the issue's reproducer
+    s = 0
+    for j in prange(len(arr)):
+        count_ = 0
+        number = arr[j]
+        for i in range(60, -4, -4):
+            value = (number >> np.uint64(i)) & np.uint64(0xf)
+            if value > 5:
+                count_ += 1
+        s += count_
+    return s
+
+
+def _nearest_total(points, centroids, labels):
+    """A k-means assignment with a running best value and its index, and a
+    reduction over the outer loop (the shape issue 15 names)."""
+    total = 0.0
+    for i in prange(points.shape[0]):
+        best = np.inf
+        best_c = -1
+        for c in range(centroids.shape[0]):
+            d = 0.0
+            for t in range(points.shape[1]):
+                diff = points[i, t] - centroids[c, t]
+                d += diff * diff
+            if d < best:
+                best = d
+                best_c = c
+        labels[i] = best_c
+        total += best
+    return total
+
+
+def _continue_then_max(A, x):            # generated-program seed 1009553, reduced
+    s = 0.0
+    for i in prange(A.shape[0]):
+        c = 0.0
+        for j in range(A.shape[1]):
+            if A[i, j] < 0.5:
+                continue
+            c = max(c, A[i, j] / (1.0 + abs(x[j])))
+        s -= c
+    return s
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_reduction_with_copy_cycles(target):
+    rng = np.random.default_rng(3)
+    arr = rng.integers(0, 1 << 60, 1000, dtype=np.uint64)
+    assert njit(target=target)(_count_nibbles_over_5)(arr) == \
+        numba.njit(_count_nibbles_over_5)(arr)
+    points, centroids = rng.random((301, 3)), rng.random((17, 3))
+    got_labels, want_labels = np.zeros(301, np.int64), np.zeros(301, np.int64)
+    got = njit(target=target)(_nearest_total)(points, centroids, got_labels)
+    want = numba.njit(_nearest_total)(points, centroids, want_labels)
+    np.testing.assert_array_equal(got_labels, want_labels)
+    assert abs(got - want) <= 1e-12 * abs(want)
+    A, x = rng.random((40, 33)), rng.standard_normal(33)
+    got = njit(target=target)(_continue_then_max)(A, x)
+    want = numba.njit(_continue_then_max)(A, x)
+    assert abs(got - want) <= 1e-12 * abs(want)
+
+
+def test_a_remaining_cycle_is_a_clear_error(monkeypatch):
+    """Should the analysis still meet a cycle, the function is refused with
+    an error naming it (frontend/typed_ir.numba_cycles_refused)."""
+    from numba.parfors import parfor as numba_parfor
+    import numba_mlir_gpu
+
+    def still_cyclic(*args):
+        raise AssertionError("unexpected cycle in lookup()")
+    monkeypatch.setattr(numba_parfor, "get_reduce_nodes", still_cyclic)
+    with pytest.raises(numba_mlir_gpu.UnsupportedConstructError, match="Numba issue 10132"):
+        njit(target="cpu", fallback=False)(_continue_then_max)(np.ones((3, 3)), np.ones(3))
+
+
 # -- A3: a loop left to Numba's CPU lowering keeps the function's `locals` (fallback.py) ----
 
 _IDX = np.array([3, 1, 2, 0], dtype=np.int64)

@@ -12,13 +12,23 @@ behaviour, so a comparison against it stays a comparison against Numba as shippe
   assertion (stock Numba with parallel=True fails alike), and a wrong equivalence
   can drop an assertion or fuse loops of different lengths. Fixed by filing under
   `-j`.
+* `get_reduce_nodes` (numba/parfors/parfor.py; Numba issue 10132): the reduction
+  analysis reads the loop body's statements as one straight list and follows copies
+  through a name -> definition map; the phi copies of an inner loop with `continue`
+  (`c.3 = c.2` at one edge, `c.2 = c.3` at the back edge) form a cycle there, and it
+  raises `AssertionError: unexpected cycle in lookup()` (njit(parallel=True) fails
+  alike: a k-means assignment with a running best value, a count in an inner `if`).
+  Such copies carry no value into the reduction's own statements: on that error the
+  analysis runs again without the copies whose names form a cycle.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 
+from numba.core import ir
 from numba.parfors import array_analysis
+from numba.parfors import parfor as numba_parfor
 
 _active = threading.local()
 _numba_insert = array_analysis.SymbolicEquivSet._insert
@@ -59,6 +69,42 @@ def _insert(self, objs):
 
 
 array_analysis.SymbolicEquivSet._insert = _insert
+
+_numba_get_reduce_nodes = numba_parfor.get_reduce_nodes
+
+
+def _get_reduce_nodes(reduction_node, nodes, func_ir):
+    if not getattr(_active, "depth", 0):
+        return _numba_get_reduce_nodes(reduction_node, nodes, func_ir)
+    try:
+        return _numba_get_reduce_nodes(reduction_node, nodes, func_ir)
+    except AssertionError as exc:
+        if "unexpected cycle in lookup()" not in str(exc):
+            raise
+        return _numba_get_reduce_nodes(reduction_node, without_copy_cycles(nodes), func_ir)
+
+
+def without_copy_cycles(nodes: list) -> list:
+    """`nodes` less the plain copies (`a = b`) whose target lies on a cycle of
+    copies, as the analysis's map (the last definition of each name) sees them."""
+    copies = {}
+    for stmt in nodes:
+        if isinstance(stmt, ir.Assign):
+            copies[stmt.target.name] = stmt.value.name if isinstance(stmt.value, ir.Var) else None
+    cyclic = set()
+    for start in copies:
+        seen, name = [], start
+        while name in copies and copies[name] is not None and name not in seen:
+            seen.append(name)
+            name = copies[name]
+        if name in seen:
+            cyclic.update(seen[seen.index(name):])
+    return [stmt for stmt in nodes if not (isinstance(stmt, ir.Assign) and
+                                           isinstance(stmt.value, ir.Var) and
+                                           stmt.target.name in cyclic)]
+
+
+numba_parfor.get_reduce_nodes = _get_reduce_nodes
 
 
 @contextlib.contextmanager
