@@ -210,3 +210,18 @@ def f(x, A, out):
         return
     np.testing.assert_array_equal(ours(*args), numba.njit(fn)(*args))
     assert P.run_program(P.generate(1009692), "cpu", 1009692).status == "pass"
+
+
+def _aborts(prog, target, seed, sizes):
+    import os
+    os._exit(134)
+
+
+def test_a_crashing_program_is_reproduced_in_a_child_process():
+    """The shrinker of a failure that kills its process (kind "crash") runs
+    each candidate in a child: the crash is an Outcome there, and the
+    shrinker's own process lives on."""
+    prog = P.generate(7)
+    out = P.run_in_child(prog, "cpu", 7, P._sizes_for(7)[:1], runner=_aborts)
+    assert (out.status, out.kind) == ("failed", "crash") and "exit code 134" in out.detail
+    assert P.run_in_child(prog, "cpu", 7, P._sizes_for(7)[:1]).status == "pass"

@@ -31,6 +31,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -830,14 +831,27 @@ def _candidates(prog: Program):
             yield p
 
 
+def run_in_child(prog: Program, target: str, seed: int, sizes=None,
+                 runner: Callable = None) -> Outcome:
+    """run_program in a forked process: one that dies is a failure of kind
+    "crash" (an abort inside MLIR or LLVM)."""
+    runner = runner or run_program
+
+    def died(w, code):
+        return Outcome("failed", f"the program's process died (exit code {code})", "crash")
+    return next(run_isolated(lambda w: runner(*w), [(prog, target, seed, sizes)], 1, died))
+
+
 def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 240.0,
            log=None) -> tuple[Program, Outcome, list]:
     start = time.time()
+    # a failure that kills its process is reproduced in child processes
+    run = run_in_child if kind == "crash" else run_program
     sizes = _sizes_for(seed)
-    best, best_out = prog, run_program(prog, target, seed, sizes)
+    best, best_out = prog, run(prog, target, seed, sizes)
     # the smallest single size that fails
     for sz in sorted(SIZES, key=lambda s: s[0] * s[1]):
-        o = run_program(best, target, seed, [sz])
+        o = run(best, target, seed, [sz])
         if o.status == "failed" and o.kind == kind:
             sizes, best_out = [sz], o
             break
@@ -849,7 +863,7 @@ def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 2
                 break
             if len(cand.source()) >= len(best.source()):
                 continue
-            o = run_program(cand, target, seed, sizes)
+            o = run(cand, target, seed, sizes)
             if o.status == "failed" and o.kind == kind:
                 best, best_out, progress = cand, o, True
                 if log:
