@@ -1620,7 +1620,12 @@ def _isolated(work: list, jobs: int):
         result.failures.append(f"the test's process died (exit code {code}) without a "
                                "result: a crash, not a mismatch")
         return result
-    return run_isolated(lambda w: _worker(w), work, jobs, died)
+    # forked: the command line's process builds the grid and compiles nothing
+    return run_isolated(_call_worker, work, jobs, died)
+
+
+def _call_worker(w):
+    return _worker(w)       # looked up at call time (the tests replace it)
 
 
 def main(argv=None):

@@ -8,23 +8,21 @@ from typing import Callable, Iterable, Iterator
 
 
 def run_isolated(fn: Callable, work: Iterable, jobs: int,
-                 died: Callable[[object, int], object]) -> Iterator:
+                 died: Callable[[object, int], object], start: str = "fork") -> Iterator:
     """`fn(w)` for each w, `jobs` processes at a time, yielded as they finish;
     `died(w, exit_code)` stands for the result of a process that ends
-    without one."""
+    without one. `start="fork"` needs a parent that has compiled nothing
+    (MLIR's and LLVM's threads hold locks a forked child never gets back);
+    "spawn" does not, and needs `fn` and the work items picklable."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context(start)
     pending, running = list(work), {}
-
-    def child(w, conn):
-        conn.send(fn(w))
-        conn.close()
     while pending or running:
         while pending and len(running) < max(jobs, 1):
             w = pending.pop(0)
             reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=child, args=(w, writer), daemon=True)
+            proc = ctx.Process(target=_child, args=(fn, w, writer), daemon=True)
             proc.start()
             writer.close()
             running[reader] = (proc, w)
@@ -38,3 +36,8 @@ def run_isolated(fn: Callable, work: Iterable, jobs: int,
             reader.close()
             proc.join()
             yield result
+
+
+def _child(fn, w, conn):
+    conn.send(fn(w))
+    conn.close()

@@ -833,13 +833,20 @@ def _candidates(prog: Program):
 
 def run_in_child(prog: Program, target: str, seed: int, sizes=None,
                  runner: Callable = None) -> Outcome:
-    """run_program in a forked process: one that dies is a failure of kind
-    "crash" (an abort inside MLIR or LLVM)."""
-    runner = runner or run_program
+    """run_program (or `runner`, a module-level function) in a new process:
+    one that dies is a failure of kind "crash" (an abort inside MLIR or
+    LLVM). Spawned, not forked: the shrinker's process has compiled."""
+    return next(run_isolated(_run_args, [(runner or run_program, prog, target, seed, sizes)],
+                             1, _crashed, start="spawn"))
 
-    def died(w, code):
-        return Outcome("failed", f"the program's process died (exit code {code})", "crash")
-    return next(run_isolated(lambda w: runner(*w), [(prog, target, seed, sizes)], 1, died))
+
+def _run_args(w):
+    runner, *args = w
+    return runner(*args)
+
+
+def _crashed(w, code):
+    return Outcome("failed", f"the program's process died (exit code {code})", "crash")
 
 
 def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 240.0,
