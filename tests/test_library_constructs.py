@@ -141,14 +141,14 @@ def test_reduction_with_copy_cycles(target):
 
 
 def test_a_remaining_cycle_is_a_clear_error(monkeypatch):
-    """Should the analysis still meet a cycle, the function is refused with
-    an error naming it (frontend/typed_ir.numba_cycles_refused)."""
-    from numba.parfors import parfor as numba_parfor
+    """Should the analysis still meet a cycle without the copies, the function
+    is refused with an error naming it (frontend/numba_fixes.py)."""
     import numba_mlir_gpu
+    from numba_mlir_gpu.frontend import numba_fixes
 
     def still_cyclic(*args):
         raise AssertionError("unexpected cycle in lookup()")
-    monkeypatch.setattr(numba_parfor, "get_reduce_nodes", still_cyclic)
+    monkeypatch.setattr(numba_fixes, "_numba_get_reduce_nodes", still_cyclic)
     with pytest.raises(numba_mlir_gpu.UnsupportedConstructError, match="Numba issue 10132"):
         njit(target="cpu", fallback=False)(_continue_then_max)(np.ones((3, 3)), np.ones(3))
 

@@ -19,7 +19,8 @@ behaviour, so a comparison against it stays a comparison against Numba as shippe
   raises `AssertionError: unexpected cycle in lookup()` (njit(parallel=True) fails
   alike: a k-means assignment with a running best value, a count in an inner `if`).
   Such copies carry no value into the reduction's own statements: on that error the
-  analysis runs again without the copies whose names form a cycle.
+  analysis runs again without the copies whose names form a cycle; a cycle left after
+  that is an UnsupportedConstructError naming the issue, not an AssertionError.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ import threading
 from numba.core import ir
 from numba.parfors import array_analysis
 from numba.parfors import parfor as numba_parfor
+
+from ..lowering.errors import UnsupportedConstructError
 
 _active = threading.local()
 _numba_insert = array_analysis.SymbolicEquivSet._insert
@@ -79,9 +82,20 @@ def _get_reduce_nodes(reduction_node, nodes, func_ir):
     try:
         return _numba_get_reduce_nodes(reduction_node, nodes, func_ir)
     except AssertionError as exc:
-        if "unexpected cycle in lookup()" not in str(exc):
+        if _CYCLE not in str(exc):
             raise
+    try:
         return _numba_get_reduce_nodes(reduction_node, without_copy_cycles(nodes), func_ir)
+    except AssertionError as exc:
+        if _CYCLE not in str(exc):
+            raise
+        raise UnsupportedConstructError(
+            f"a prange reduction that Numba's parfor pass cannot analyse ('{_CYCLE}', Numba "
+            "issue 10132; numba.njit(parallel=True) fails the same way)",
+            reduction_node.loc) from exc
+
+
+_CYCLE = "unexpected cycle in lookup()"
 
 
 def without_copy_cycles(nodes: list) -> list:

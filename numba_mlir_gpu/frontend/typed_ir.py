@@ -7,7 +7,6 @@ runs Numba's untyped, typed and parfor passes on them and stops.
 from __future__ import annotations
 
 import warnings
-from contextlib import contextmanager
 
 from numba.core import compiler
 from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags
@@ -15,32 +14,13 @@ from numba.core.compiler_machinery import AnalysisPass, PassManager, register_pa
 from numba.core.cpu import ParallelOptions
 from numba.core.errors import NumbaPerformanceWarning
 from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
-                                     NoPythonSupportedFeatureValidation, ParforFusionPass,
-                                     ParforPass, ParforPreLoweringPass, PreLowerStripPhis,
-                                     PreParforPass)
+                                     NoPythonSupportedFeatureValidation, ParforPass,
+                                     PreLowerStripPhis, PreParforPass)
 
-from ..lowering.errors import UnsupportedConstructError
 from . import numba_fixes
 from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
 from .loop_exits import SplitLoopExitEdges
 from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
-
-
-@contextmanager
-def numba_cycles_refused(state):
-    """Numba's reduction analysis (get_reduce_nodes, in its parfor, fusion and
-    pre-lowering passes) asserts on a cycle of copies in some prange bodies;
-    numba.njit(parallel=True) fails the same way (Numba issue 10132). Here
-    it is a clear error naming the function, not an AssertionError."""
-    try:
-        yield
-    except AssertionError as exc:
-        if "unexpected cycle in lookup()" not in str(exc):
-            raise
-        raise UnsupportedConstructError(
-            "a prange reduction that Numba's parfor pass cannot analyse ('unexpected cycle in "
-            "lookup()', Numba issue 10132; numba.njit(parallel=True) fails the same way)",
-            state.func_ir.loc) from exc
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -51,27 +31,9 @@ class QuietParforPass(ParforPass):
     _name = "quiet_parfor_pass"
 
     def run_pass(self, state):
-        with warnings.catch_warnings(), numba_cycles_refused(state):
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"(?s).*The keyword argument 'parallel=True'",
                                     category=NumbaPerformanceWarning)
-            return super().run_pass(state)
-
-
-@register_pass(mutates_CFG=True, analysis_only=False)
-class FusionCyclesRefused(ParforFusionPass):
-    _name = "numba_mlir_gpu_parfor_fusion"
-
-    def run_pass(self, state):
-        with numba_cycles_refused(state):
-            return super().run_pass(state)
-
-
-@register_pass(mutates_CFG=True, analysis_only=False)
-class PreLoweringCyclesRefused(ParforPreLoweringPass):
-    _name = "numba_mlir_gpu_parfor_prelowering"
-
-    def run_pass(self, state):
-        with numba_cycles_refused(state):
             return super().run_pass(state)
 
 
@@ -95,8 +57,7 @@ def typed_passes(state, name: str, prange: str = "parallel") -> PassManager:
     pm.passes.extend(dpb.define_untyped_pipeline(state).passes)
     pm.add_pass(StepPrangeRewrite, "prange with a step other than 1")
     pm.add_pass(SubstituteNumPyCalls, "stand-ins for NumPy calls")
-    ours = {ParforPass: QuietParforPass, PreParforPass: MLIRPreParforPass,
-            ParforFusionPass: FusionCyclesRefused, ParforPreLoweringPass: PreLoweringCyclesRefused}
+    ours = {ParforPass: QuietParforPass, PreParforPass: MLIRPreParforPass}
     for cls, desc in dpb.define_typed_pipeline(state).passes:
         if cls is PreLowerStripPhis:
             pm.add_pass(SplitLoopExitEdges, "a block of its own for each joining loop exit")

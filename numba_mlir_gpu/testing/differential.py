@@ -781,10 +781,15 @@ KNOWN_UNSUPPORTED: list[tuple[str, str, str, str, str]] = [
 _PAIRS = re.compile(r"ours (\S+) expected (\S+)")
 
 
-def _only_signed_zeros(msg):
+def _pairs_all(msg, value: str) -> bool:
+    """Are all (ours, expected) pairs of a mismatch message values matching `value`?"""
     pairs = _PAIRS.findall(msg)
-    zero = re.compile(r"(np\.float\d+\()?-?0\.0\)?;?$")
-    return bool(pairs) and all(zero.match(a) and zero.match(b) for a, b in pairs)
+    pattern = re.compile(r"(np\.float\d+\()?" + value + r"\)?;?$")
+    return bool(pairs) and all(pattern.match(a) and pattern.match(b) for a, b in pairs)
+
+
+def _only_signed_zeros(msg):
+    return _pairs_all(msg, r"-?0\.0")
 
 
 KNOWN_BUGS: list = [
@@ -799,9 +804,7 @@ def _only_signed_zeros_doc(msg):
 
 
 def _only_non_finite(msg):
-    pairs = _PAIRS.findall(msg)
-    bad = re.compile(r"(np\.float\d+\()?-?(nan|inf)\)?;?$")
-    return bool(pairs) and all(bad.match(a) and bad.match(b) for a, b in pairs)
+    return _pairs_all(msg, r"-?(nan|inf)")
 
 
 def _numba_sign_of_unsigned(msg):

@@ -1,4 +1,4 @@
-"""Work items run each in a forked process of its own, so that one that
+"""Work items run each in a process of its own, so that one that
 kills its process (an abort inside MLIR or LLVM, a signal) becomes a result
 instead of stalling a multiprocessing pool, which waits for a lost task
 forever. Used by the differential sweep and the program generator."""
@@ -30,12 +30,14 @@ def run_isolated(fn: Callable, work: Iterable, jobs: int,
             proc, w = running.pop(reader)
             try:
                 result = reader.recv()
-            except EOFError:
-                proc.join()
-                result = died(w, proc.exitcode)
+            except EOFError:        # the process ended without sending one
+                result = _NONE
             reader.close()
             proc.join()
-            yield result
+            yield died(w, proc.exitcode) if result is _NONE else result
+
+
+_NONE = object()
 
 
 def _child(fn, w, conn):

@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, func, gpu, ir, memref, scf
-from ...lowering.build import (cmpi, const_index, load_value, select, stack_copy, store_value,
-                               value_buffer)
+from ...lowering.build import (cmpi, const_index, load_value, memory_type, select, stack_copy,
+                               store_value, value_buffer)
 from . import schedules
 
 THREADS = schedules.REDUCE_THREADS
@@ -145,16 +145,15 @@ def block_combine(reductions, values: list, thread: ir.Value, threads: ir.Value)
     warp = arith.DivUIOp(thread, const_index(WARP)).result
     warps = arith.DivUIOp(threads, const_index(WARP)).result
     values = _butterfly(reductions, values, WARP)
-    slots = [_shared_slots(i, _slot_type(v.type)) for i, v in enumerate(values)]
+    slots = [_shared_slots(i, memory_type(v.type)) for i, v in enumerate(values)]
     first_lane = scf.IfOp(cmpi("eq", lane, const_index(0)))
     with ir.InsertionPoint(first_lane.then_block):
         for value, slot in zip(values, slots):
-            memref.StoreOp(_to_slot(value), slot, [warp])
+            store_value(value, slot, [warp])
         scf.YieldOp([])
     barrier()
     which = arith.RemUIOp(lane, warps).result
-    values = [_from_slot(memref.LoadOp(slot, [which]).result, v.type)
-              for slot, v in zip(slots, values)]
+    values = [load_value(slot, [which], v.type) for slot, v in zip(slots, values)]
     values = _butterfly(reductions, values, MAX_WARPS, active=warps)
     barrier()
     return values
@@ -190,25 +189,6 @@ def _combine_all(reductions, a: list, b: list) -> list:
         result += red.combine_values(a[:n], b[:n])
         a, b = a[n:], b[n:]
     return result
-
-
-def _slot_type(ty: ir.Type) -> ir.Type:
-    """Booleans are kept as bytes in memory (no i1 memrefs)."""
-    return ir.IntegerType.get_signless(8) if _is_bool(ty) else ty
-
-
-def _is_bool(ty: ir.Type) -> bool:
-    return isinstance(ty, ir.IntegerType) and ty.width == 1
-
-
-def _to_slot(value: ir.Value) -> ir.Value:
-    if _is_bool(value.type):
-        return arith.ExtUIOp(ir.IntegerType.get_signless(8), value).result
-    return value
-
-
-def _from_slot(value: ir.Value, ty: ir.Type) -> ir.Value:
-    return arith.TruncIOp(ty, value).result if _is_bool(ty) else value
 
 
 def _shuffle_xor(value: ir.Value, offset: ir.Value, width: ir.Value) -> ir.Value:
