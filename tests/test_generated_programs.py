@@ -9,11 +9,14 @@ grammar, the oracle and the tolerances; the longer campaigns run from the comman
 A refusal (UnsupportedConstructError) is not a failure; any other error, or a value
 that differs, is. The `test_bug_*` tests are minimal reproducers of failures the
 campaigns found (strict xfail until the lowering is fixed, then regression tests)."""
+import time
 import warnings
 
 import pytest
+from numba import prange
 
 from numba_mlir_gpu.testing import progen as P
+from numba_mlir_gpu.testing.isolated import run_isolated
 
 from .support import TARGETS
 
@@ -154,6 +157,55 @@ def test_bug_numba_reduction_analysis_copy_cycle(target):
     assert out.status == "pass", out.detail
 
 
+# Seed 2002795 of the GPU campaign, shrunk: the kernel hung. Thread 0 stores out1[i13]
+# between barriers (BlockCooperation.single) before the inner loop and at the end of its
+# iterations; LLVM merged the two stores into one block, so the warp reached its
+# barriers split, and PTX's `bar.sync` (aligned: the whole warp at one instruction)
+# deadlocked. Barriers are `barrier.sync` now (compiler/passes.BARRIER_INTRINSIC).
+BUG_BARRIER_AFTER_SINGLE_STORE = """
+def f(x, x2, y, z, A, B, out1, out2, iout, alpha, kk):
+    n = x.shape[0]
+    m = A.shape[1]
+    g12 = 0.0
+    for i13 in prange(0, n, 2):
+        out1[i13] = float(i13)
+        for j14 in range(1, m):
+            if (iout[i13] % 4 == 0):
+                out1[i13] += (g12 if (1 % 4 == 0) else alpha)
+            out1[i13] = float(n)
+            out1[i13] = g12
+        out1[i13] = np.sum(A[i13] * 0.5)
+    return (g12, )
+"""
+
+
+def _hung(w, code):
+    return P.Outcome("failed", f"no result: {code}", "hang")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_barrier_after_a_single_thread_store(target):
+    """Run in a process of its own with a time limit: the bug hangs the GPU."""
+    prog = P.Source(BUG_BARRIER_AFTER_SINGLE_STORE, ["g12"])
+    work = [(P.run_program, prog, target, 2002795, [(1, 1), (5, 4), (33, 7)])]
+    (out,) = run_isolated(P._run_args, work, 1, _hung, start="spawn", limit=120)
+    assert out.status == "pass", out.detail
+
+
+def test_gpu_barriers_may_be_reached_from_divergent_code():
+    """Compile-only (CI): the kernel's barriers are PTX's unaligned
+    `barrier.sync`, never `bar.sync`, which needs the whole warp at the same
+    instruction."""
+    import numpy as np
+
+    from .test_codegen import all_ptx, compile_only
+    ns = {"np": np, "prange": prange}
+    exec(BUG_BARRIER_AFTER_SINGLE_STORE, ns)
+    args = P.make_inputs(1, 5, 4)
+    ptx = all_ptx(compile_only(ns["f"], *args))
+    assert "barrier.sync" in ptx and "bar.sync" not in ptx
+
+
 def _dies_on_seed_3(w):
     import os
     seed, _ = w
@@ -225,3 +277,21 @@ def test_a_crashing_program_is_reproduced_in_a_child_process():
     out = P.run_in_child(prog, "cpu", 7, P._sizes_for(7)[:1], runner=_aborts)
     assert (out.status, out.kind) == ("failed", "crash") and "exit code 134" in out.detail
     assert P.run_in_child(prog, "cpu", 7, P._sizes_for(7)[:1]).status == "pass"
+
+
+def _sleeps_when_told(w):
+    if w == "hangs":
+        time.sleep(120)
+    return w
+
+
+def test_a_program_that_hangs_is_a_failure_not_a_stalled_campaign():
+    """A lost program runs again alone with a time limit (a GPU campaign
+    stalled on one program until its command's limit): past it, the process
+    is killed and the program is a failure of kind "hang"."""
+    t0 = time.monotonic()
+    results = list(run_isolated(_sleeps_when_told, ["a", "hangs", "b"], 2,
+                                lambda w, code: (w, code), limit=3))
+    assert sorted(map(str, results)) == ["('hangs', 'timeout')", "a", "b"]
+    assert time.monotonic() - t0 < 60
+    assert P._died((7, "gpu"), "timeout")[2] == "hang"

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from .._mlir import func, gpu, ir, llvm
+from .._mlir import func, ir, llvm
 from ..lowering.fastmath import allows_approximate_functions
 from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
@@ -168,15 +168,30 @@ def zero_for_poison(module) -> None:
         op.erase()
 
 
-def barriers_from_markers(module) -> None:
-    """Calls of the barrier marker (targets/gpu/reduce.py) -> gpu.barrier.
+# PTX's `barrier.sync` (LLVM's barrier.cta.sync.all), not `bar.sync`, which
+# gpu.barrier becomes: `bar.sync` is `barrier.sync.aligned`, which every
+# thread of a warp must reach at the same instruction. Our bodies let one
+# thread store a result (BlockCooperation.single) between barriers, and
+# LLVM merges such tails (a body's first store and an inner loop's last
+# one into one block, a barrier on each side): the warp then reaches its
+# barriers split, and an aligned barrier deadlocks the block (seed 2002795
+# of the GPU program campaign hung; test_bug_barrier_after_a_single_thread_store).
+BARRIER_INTRINSIC = "llvm.nvvm.barrier.cta.sync.all"
 
-    Buffer deallocation refuses gpu.barrier (it declares no memory effects),
+
+def barriers_from_markers(module) -> None:
+    """Calls of the barrier marker (targets/gpu/reduce.py) -> a CTA barrier
+    that threads may reach from divergent code (BARRIER_INTRINSIC).
+
+    Buffer deallocation refuses barriers (they declare no memory effects),
     so the lowering emits an opaque call and this runs after deallocation."""
+    i32 = None
     for op in _ops(module, lambda op: op.name == "func.call" and ir.FlatSymbolRefAttr(
             op.attributes["callee"]).value == BARRIER_MARKER):
         with ir.InsertionPoint(op), op.location:
-            gpu.BarrierOp()
+            i32 = i32 or ir.IntegerType.get_signless(32)
+            barrier_id = llvm.ConstantOp(i32, ir.IntegerAttr.get(i32, 0)).result
+            llvm.CallIntrinsicOp(None, BARRIER_INTRINSIC, [barrier_id], [], [])
         op.erase()
     symbols = ir.SymbolTable(module.operation)
     if BARRIER_MARKER in symbols:

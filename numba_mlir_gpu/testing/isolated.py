@@ -4,14 +4,18 @@ instead of stalling a multiprocessing pool, which waits for a lost task
 forever. Used by the differential sweep and the program generator."""
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterable, Iterator
 
 
 def run_isolated(fn: Callable, work: Iterable, jobs: int,
-                 died: Callable[[object, int], object], start: str = "fork") -> Iterator:
+                 died: Callable[[object, object], object], start: str = "fork",
+                 limit: float | None = None) -> Iterator:
     """`fn(w)` for each w, `jobs` processes at a time, yielded as they finish;
     `died(w, exit_code)` stands for the result of a process that ends
-    without one. `start="fork"` needs a parent that has compiled nothing
+    without one, and `died(w, "timeout")` for one still running after
+    `limit` seconds, which is killed (a hang is a result too, not a stalled
+    campaign). `start="fork"` needs a parent that has compiled nothing
     (MLIR's and LLVM's threads hold locks a forked child never gets back);
     "spawn" does not, and needs `fn` and the work items picklable."""
     import multiprocessing as mp
@@ -25,9 +29,10 @@ def run_isolated(fn: Callable, work: Iterable, jobs: int,
             proc = ctx.Process(target=_child, args=(fn, w, writer), daemon=True)
             proc.start()
             writer.close()
-            running[reader] = (proc, w)
-        for reader in wait(list(running)):
-            proc, w = running.pop(reader)
+            running[reader] = (proc, w, time.monotonic())
+        ready = wait(list(running), timeout=_next_deadline(running, limit))
+        for reader in ready:
+            proc, w, _ = running.pop(reader)
             try:
                 result = reader.recv()
             except EOFError:        # the process ended without sending one
@@ -35,6 +40,26 @@ def run_isolated(fn: Callable, work: Iterable, jobs: int,
             reader.close()
             proc.join()
             yield died(w, proc.exitcode) if result is _NONE else result
+        for reader in _overdue(running, limit):
+            proc, w, _ = running.pop(reader)
+            proc.kill()
+            proc.join()
+            reader.close()
+            yield died(w, "timeout")
+
+
+def _next_deadline(running: dict, limit: float | None) -> float | None:
+    if limit is None:
+        return None
+    oldest = min(started for (_, _, started) in running.values())
+    return max(0.0, oldest + limit - time.monotonic())
+
+
+def _overdue(running: dict, limit: float | None) -> list:
+    if limit is None:
+        return []
+    now = time.monotonic()
+    return [r for r, (_, _, started) in running.items() if now - started > limit]
 
 
 _NONE = object()

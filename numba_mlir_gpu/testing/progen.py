@@ -835,9 +835,10 @@ def run_in_child(prog: Program, target: str, seed: int, sizes=None,
                  runner: Callable = None) -> Outcome:
     """run_program (or `runner`, a module-level function) in a new process:
     one that dies is a failure of kind "crash" (an abort inside MLIR or
-    LLVM). Spawned, not forked: the shrinker's process has compiled."""
+    LLVM), one that runs past HANG_AFTER seconds of kind "hang". Spawned,
+    not forked: the shrinker's process has compiled."""
     return next(run_isolated(_run_args, [(runner or run_program, prog, target, seed, sizes)],
-                             1, _crashed, start="spawn"))
+                             1, _crashed, start="spawn", limit=HANG_AFTER))
 
 
 def _run_args(w):
@@ -846,14 +847,16 @@ def _run_args(w):
 
 
 def _crashed(w, code):
+    if code == "timeout":
+        return Outcome("failed", f"the program ran past {HANG_AFTER} s", "hang")
     return Outcome("failed", f"the program's process died (exit code {code})", "crash")
 
 
 def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 240.0,
            log=None) -> tuple[Program, Outcome, list]:
     start = time.time()
-    # a failure that kills its process is reproduced in child processes
-    run = run_in_child if kind == "crash" else run_program
+    # a failure that kills its process or hangs is reproduced in child processes
+    run = run_in_child if kind in ("crash", "hang") else run_program
     sizes = _sizes_for(seed)
     best, best_out = prog, run(prog, target, seed, sizes)
     # the smallest single size that fails
@@ -887,8 +890,15 @@ def shrink(prog: Program, target: str, seed: int, kind: str, budget_s: float = 2
 LOST_AFTER = 120
 
 
+# seconds a lost program may take when it runs again alone: past it, it hangs
+HANG_AFTER = 300
+
+
 def _died(w, code):
     seed, _ = w
+    if code == "timeout":
+        return (seed, "failed", "hang", f"the program ran {HANG_AFTER} s alone without a "
+                "result: a hang (compiling or running)", None)
     return (seed, "failed", "crash", f"the program's process died (exit code {code}) without "
             "a result: a crash of the compiler", None)
 
@@ -961,8 +971,11 @@ def main(argv=None):
                 record(res, done)
             pool.terminate()
         # the lost ones again, each in a process of its own: the one that dies is a failure
-        for res in run_isolated(_work, [w for w in work if w[0] not in seen], args.jobs,
-                                _died):
+        lost = [w for w in work if w[0] not in seen]
+        if lost:
+            print(f"lost after {LOST_AFTER} s: seeds {[w[0] for w in lost][:50]}; each again "
+                  "alone", flush=True)
+        for res in run_isolated(_work, lost, args.jobs, _died, limit=HANG_AFTER):
             done += 1
             record(res, done)
     else:

@@ -19,7 +19,7 @@ loop yields the identity.
 Barriers are emitted as calls of a private marker function: buffer
 deallocation (compiler/passes.py) refuses `gpu.barrier`, which declares no memory
 effects, while an opaque call keeps loads and stores from moving across it.
-`compiler.passes.barriers_from_markers` turns the calls into `gpu.barrier` afterwards.
+`compiler.passes.barriers_from_markers` turns the calls into barriers afterwards.
 """
 from __future__ import annotations
 
