@@ -60,13 +60,6 @@ class _Span:
                                arith.MulIOp(arith.AddIOp(high, one).result, item).result).result
 
 
-def spans_intersect(a: ArrayValue, b: ArrayValue) -> ir.Value:
-    """i1: the memory spans of two non-empty arrays intersect."""
-    s, d = _Span(a), _Span(b)
-    intersect = arith.AndIOp(cmpi("slt", s.lo, d.hi), cmpi("slt", d.lo, s.hi)).result
-    return arith.AndIOp(intersect, arith.AndIOp(_not(s.empty), _not(d.empty)).result).result
-
-
 def _partial_overlap(source: ArrayValue, dest: ArrayValue) -> ir.Value:
     """i1: the spans intersect and `source` is not laid out exactly as `dest`."""
     s, d = _Span(source), _Span(dest)

@@ -31,7 +31,6 @@ from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
 from .races import refuse_colliding_stores
-from .row_access import row_access_plan
 from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
@@ -121,20 +120,9 @@ def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
     trips = [None if b is None else trip_count(*b) for b in bounds]
 
     def in_chunks():
-        rows = _row_cache(lw, parfor, inner, bounds, updates)
-
-        def body_for(captured):
-            plain = BodyLowering(lw, parfor, nest, reductions, captured)
-            if rows is None:
-                return plain
-
-            def iteration(indices, accs):
-                if lw.cooperation is None:      # chunks of the CPU
-                    return plain(indices, accs)
-                cached = BodyLowering(lw, parfor, nest, reductions, captured)
-                return lw.cooperation.with_row_cache(lw, rows, plain, cached, indices, accs)
-            return iteration
-        return lower_array_reductions(lw, parfor, nest, arrays, reductions, body_for, trips)
+        return lower_array_reductions(
+            lw, parfor, nest, arrays, reductions,
+            lambda captured: BodyLowering(lw, parfor, nest, reductions, captured), trips)
 
     def flat(positive=frozenset()):
         exclude = set(nest.vars) | {r.name for r in reductions}
@@ -206,12 +194,12 @@ def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
     together = cooperation is not None and cooperation.free
     if not reductions:
         if together and not carries_values(parfor):
-            cooperation.loop(nest.trips, lambda counters: body(counters, []), nest)
+            cooperation.loop(nest.trips, lambda counters: body(counters, []))
         else:
             sequential_for(nest.trips, lambda counters: body(counters, []))
         return
     if together:
-        results = cooperation.fold(nest.trips, body, reductions, nest)
+        results = cooperation.fold(nest.trips, body, reductions)
     else:
         start = [v for red in reductions for v in red.identity_values()]
         results = sequential_fold(nest.trips, start, body)
@@ -248,17 +236,6 @@ def _nested_parfors(parfor: Parfor) -> list:
     """The parfors at the top level of the body (inner loops to spread)."""
     return [stmt for block in parfor.loop_body.values() for stmt in block.body
             if isinstance(stmt, Parfor)]
-
-
-def _row_cache(lw, parfor: Parfor, inner: list, bounds: list, updates: list):
-    """What the target needs to keep rows in registers across the inner
-    loops of the body (parallel/row_access.py), or None."""
-    if updates or lw.mlower.boundscheck or not inner or any(b is None for b in bounds):
-        return None
-    plan = row_access_plan(lw, parfor, inner)
-    if plan is None or len(bounds) != len(inner):
-        return None
-    return lw.target.row_cache_request(lw, plan, [b[:2] for b in bounds], parfor.loc)
 
 
 def _host_bounds(lw, parfor: Parfor, inner: list) -> list:

@@ -42,12 +42,6 @@ class CPUStrategy:
         fit (an i1 value), or None: this target updates them in place."""
         return None
 
-    def row_cache_request(self, lw, plan, bounds: list, loc):
-        """What keeping a prange body's rows in registers across its inner
-        loops needs from the host (parallel/row_access.py), or None: here
-        one worker runs each iteration, and its caches do this already."""
-        return None
-
     def can_allocate(self, lw) -> bool:
         return True
 

@@ -30,7 +30,6 @@ from ...lowering.build import cmpi, const_index
 from ...lowering.loops import delinearize, product
 from ...parallel.array_reductions import MAX_CHUNKS, run_chunk
 from . import schedules
-from .row_cache import RowCache, RowCacheRequest
 from .reduce import MAX_WARPS, barrier, block_combine, declare_barrier_marker, shared_bytes, strided_fold
 from .scratch import KernelIndices, Temporary, hoist_temporaries
 
@@ -44,33 +43,26 @@ UNROLL = schedules.BODY_UNROLL
 class BlockCooperation:
     """The threads of one block running the same iteration of a loop body."""
 
-    def __init__(self, thread: ir.Value, threads: ir.Value, entry: ir.Block):
+    def __init__(self, thread: ir.Value, threads: ir.Value):
         self.thread, self.threads = thread, threads
-        self.entry = entry    # the kernel's first block (private arrays)
-        self.rows: RowCache | None = None   # while a body keeps its rows in registers
         self.free = True      # False inside a loop of ours: plain code there
         self.temporaries: list[Temporary] = []
         self.combined_values = 0    # the most values one fold combines (shared memory)
 
-    def loop(self, extents: list, body: Callable[[list], None], nest=None) -> None:
+    def loop(self, extents: list, body: Callable[[list], None]) -> None:
         """`body(indices)` over the box `extents`, flat index k on thread
-        k mod threads (UNROLL per trip of its loop), or as the row cache
-        places the iterations of the inner loop `nest`; barriers before
-        (earlier reads) and after (the writes)."""
+        k mod threads (UNROLL per trip of its loop); barriers before (earlier
+        reads) and after (the writes)."""
         def step(k, accs):
             self._plain(lambda: body(delinearize(k, extents)))
             return []
         barrier()
-        if self.rows is not None and self.rows.covers(nest):
-            self.rows.steps(nest, step, [])
-        else:
-            strided_fold(self.thread, product(extents), self.threads, [], step, UNROLL)
+        strided_fold(self.thread, product(extents), self.threads, [], step, UNROLL)
         barrier()
 
-    def fold(self, extents: list, body: Callable[[list, list], list], reductions,
-             nest=None) -> list:
+    def fold(self, extents: list, body: Callable[[list, list], list], reductions) -> list:
         """`body(indices, accumulators) -> accumulators` over the box
-        `extents`, the iterations placed as by `loop`, each thread from the
+        `extents`, flat index k on thread k mod threads, each thread from the
         reductions' identities; then the partials combined across the block
         (reduce.block_combine), the result in every thread."""
         def step(k, accs):
@@ -79,32 +71,9 @@ class BlockCooperation:
             return result
         barrier()
         start = [v for red in reductions for v in red.identity_values()]
-        if self.rows is not None and self.rows.covers(nest):
-            partial = self.rows.steps(nest, step, start)
-        else:
-            partial = strided_fold(self.thread, product(extents), self.threads, start, step,
-                                   UNROLL)
+        partial = strided_fold(self.thread, product(extents), self.threads, start, step, UNROLL)
         self.combined_values = max(self.combined_values, len(start))
         return block_combine(reductions, partial, self.thread, self.threads)
-
-    def with_row_cache(self, lw, request: RowCacheRequest, plain: Callable,
-                       cached: Callable, indices: list, accs: list) -> list:
-        """One iteration of a body: `cached(indices, accs)` with the row
-        cache where it fits (row_cache.py), else `plain(indices, accs)`."""
-        branch = scf.IfOp(request.fits(self.threads), [a.type for a in accs], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            self.rows = RowCache(lw, request, self.entry, self.thread, self.threads)
-            rules = self.rows.rules()
-            lw.replaced_statements.update(rules)
-            try:
-                scf.YieldOp(cached(indices, accs))
-            finally:
-                self.rows = None
-                for key in rules:
-                    lw.replaced_statements.pop(key, None)
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp(plain(indices, accs))
-        return list(branch.results)
 
     def single(self, emit: Callable[[], None], lw) -> None:
         """`emit()` by thread 0 only, between barriers."""
@@ -178,7 +147,7 @@ def launch_chunks(lw, total: ir.Value, chunks: ir.Value, threads: ir.Value, chun
     args = launch.regions[0].blocks[0].arguments
     block, thread, grid_dim, block_dim = args[0], args[3], args[6], args[9]
     outer = lw.cooperation
-    lw.cooperation = BlockCooperation(thread, block_dim, launch.regions[0].blocks[0])
+    lw.cooperation = BlockCooperation(thread, block_dim)
     lw.parallel_depth += 1
     try:
         with ir.InsertionPoint(launch.regions[0].blocks[0]):

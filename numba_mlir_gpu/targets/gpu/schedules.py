@@ -18,10 +18,6 @@ Families:
   at most parallel/array_reductions.MAX_CHUNKS blocks; a body whose inner
   loops are all shorter than a warp, or a loop of BODY_FLAT_ITERATIONS
   iterations or more, runs one iteration per thread instead;
-* the same prange bodies, when their inner loops touch rows `a[i, j]` in
-  several loops (row_cache.py): element j on thread j mod threads in each
-  loop, as one of ROW_CACHE_SLOTS unrolled steps, kept in registers from
-  the first loop to the last;
 * scatter updates into a small array (privatize.py): blocks of
   PRIVATE_THREADS threads, at most PRIVATE_BLOCKS, each updating its own copy
   in shared memory (at most PRIVATE_SHARED_BYTES) with PRIVATE_UNROLL
@@ -61,11 +57,6 @@ BODY_FLAT_ITERATIONS = 1 << 18
 # H100: 1024x8192 98 -> 63 us, 512x16384 163 -> 59 us; with 2^19, 61 and 71 us)
 BODY_FILL_THREADS = 1 << 18
 BODY_UNROLL = 4
-# elements of a cached row per thread (16: rows up to 2048 with the 128 threads
-# of a 1024-long row stay in registers); 0 turns the row cache off. Off by
-# default until its kernels have run on a GPU: NUMBA_MLIR_GPU_SCHEDULE=
-# ROW_CACHE_SLOTS=16 turns it on (docs/design.md).
-ROW_CACHE_SLOTS = 0
 
 # scatter updates into a small array (privatize.py): a copy per block in
 # shared memory while the copies fit

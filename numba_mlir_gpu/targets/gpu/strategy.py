@@ -19,7 +19,6 @@ from ..cpu import CPUStrategy
 from . import privatize, schedules
 from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks, most_threads
 from .reduce import tree_reduce
-from .row_cache import RowCacheRequest, slots as row_cache_slots
 
 
 class GPUStrategy(CPUStrategy):
@@ -109,11 +108,6 @@ class GPUStrategy(CPUStrategy):
             longest = arith.MaxUIOp(longest, trips).result
         long_enough = arith.CmpIOp(arith.CmpIPredicate.uge, longest, const_index(WARP)).result
         return arith.AndIOp(few, long_enough).result
-
-    def row_cache_request(self, lw, plan, bounds: list, loc):
-        if not row_cache_slots():
-            return None
-        return RowCacheRequest.on_host(lw, plan, bounds, loc)
 
     def array_reduction_chunks(self, total, sizes: list, itemsizes: list) -> ir.Value:
         copy_bytes = const_index(0)
