@@ -14,7 +14,7 @@ import operator
 import numba
 import numpy as np
 import pytest
-from numba import prange
+from numba import literal_unroll, prange
 
 from numba_mlir_gpu.api import inspect_path, njit
 
@@ -293,6 +293,51 @@ def test_zip_and_ndenumerate():
     same(ndenumerate_sum, m)
     same(ndenumerate_sum, m.T)
     same(ndenumerate_sum, np.zeros((0, 4)))
+
+
+# -- enumerate with a start, for loops over homogeneous tuples (issue 15, item 3) ------
+
+def enumerate_from(a, start):
+    s = 0.0
+    last = -100
+    for i, x in enumerate(a, start):
+        s += i * x
+        last = i
+    for i, x in enumerate(a[::-1], -3):
+        s -= i * x
+    return s, last
+
+
+def tuple_loops(a, k):
+    s = 0.0
+    for w in (0.5, -2.0, 3.25):          # UniTuple(float64 x 3)
+        s = s * w + a[0]
+    for m in (k, k + 1, 2 * k):          # items computed at run time
+        s += m * a[-1]
+    for v in literal_unroll((1, 7, -4)):  # homogeneous: an ordinary loop
+        s -= v
+    return s
+
+
+def tuple_loop_in_prange(a, k):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        t = 0.0
+        for j, w in enumerate((1.5, -0.5, k), 1):
+            t += j * w * a[i]
+        out[i] = t
+    return out
+
+
+def test_enumerate_start_and_tuple_loops():
+    a = np.arange(1.0, 6.0)
+    same(enumerate_from, a, 10)
+    same(enumerate_from, a, -7)
+    same(enumerate_from, np.zeros(0), 3)
+    same(tuple_loops, a, 3)
+    same(tuple_loops, a[::2], -5)
+    same(tuple_loop_in_prange, a, 2.5, parallel=True)
+    builds_for_gpu(tuple_loop_in_prange, a, 2.5)
 
 
 # -- a tuple of arrays indexed at run time ----------------------------------------------

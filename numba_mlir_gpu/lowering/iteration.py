@@ -1,6 +1,6 @@
 """`for` loops: iterators over ranges, arrays (elements or rows),
-`enumerate`, `zip` and `np.ndenumerate`, as Numba's getiter / iternext /
-pair_first / pair_second."""
+homogeneous tuples, `enumerate`, `zip` and `np.ndenumerate`, as Numba's
+getiter / iternext / pair_first / pair_second."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ from .errors import UnsupportedConstructError
 from .indexing import VIEW, flat_indices
 from .loops import delinearize
 from .registry import getitem_rules
-from .types import scalar_type
+from .types import is_scalar, scalar_type
 from .values import (ArrayValue, EnumerateValue, FlatValue, IterPair, NdEnumerateValue,
                      RangeIter, RangeValue, TupleValue, ZipValue)
 
@@ -48,6 +48,14 @@ class NdEnumerateIter:
 
 
 @dataclass
+class TupleIter:
+    """Iteration over a homogeneous tuple of scalars: item k picked by a
+    chain of selects (the loop is not unrolled: its body is emitted once)."""
+    range: RangeIter
+    tuple: TupleValue
+
+
+@dataclass
 class ZipIter:
     """zip(...): one iterator per iterable, stepped together; the pair is
     valid while all of them are (Python's zip stops at the shortest)."""
@@ -69,8 +77,13 @@ def getiter(lw, value, ty, expr):
         stop = size_of(value.array)
         return FlatIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None, expr),
                         value)
+    if isinstance(value, TupleValue) and _scalar_items(value):
+        stop = const_i64(len(value.items))
+        return TupleIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None, expr),
+                         value)
     if isinstance(value, EnumerateValue):
-        count = getiter(lw, RangeValue(const_i64(0), const_i64(2 ** 62), const_i64(1)), None, expr)
+        start = const_i64(0) if value.start is None else value.start
+        count = getiter(lw, RangeValue(start, const_i64(2 ** 62), const_i64(1)), None, expr)
         return EnumerateIter(getiter(lw, value.iterable, value.type, expr), count)
     if isinstance(value, NdEnumerateValue):
         stop = size_of(value.array)
@@ -98,6 +111,13 @@ def iternext(lw, it, expr):
         return IterPair(_guarded_load(it.flat.array, flat_indices(
             it.flat, select(step.valid, step.value, const_i64(0)), types.int64), step.valid),
             step.valid)
+    if isinstance(it, TupleIter):
+        step = iternext(lw, it.range, expr)
+        items = it.tuple.items
+        item = items[0]
+        for k, other in enumerate(items[1:], 1):
+            item = select(cmpi("eq", step.value, const_i64(k)), other, item)
+        return IterPair(item, step.valid)
     if isinstance(it, EnumerateIter):
         item = iternext(lw, it.inner, expr)
         index = iternext(lw, it.count, expr).value
@@ -123,12 +143,20 @@ def item_type(it) -> types.Type:
         return it.item_type
     if isinstance(it, FlatIter):
         return it.flat.array.type.dtype
+    if isinstance(it, TupleIter):
+        return it.tuple.type.dtype
     if isinstance(it, NdEnumerateIter):
         ty = it.array.type
         return types.Tuple([types.UniTuple(types.intp, ty.ndim), ty.dtype])
     if isinstance(it, ZipIter):
         return types.Tuple([item_type(inner) for inner in it.inners])
     return types.Tuple([types.intp, item_type(it.inner)])
+
+
+def _scalar_items(value: TupleValue) -> bool:
+    ty = value.type
+    return (isinstance(ty, types.UniTuple) and len(value.items) > 0
+            and is_scalar(types.unliteral(ty.dtype)))
 
 
 def _ndenumerate_next(lw, it: NdEnumerateIter, expr) -> IterPair:

@@ -91,9 +91,10 @@ class RangeIter:
 
 @dataclass
 class EnumerateValue:
-    """enumerate(iterable), before iteration starts."""
+    """enumerate(iterable, start), before iteration starts."""
     iterable: object
     type: object              # the iterable's Numba type
+    start: object = None      # i64, or None for 0
 
 
 @dataclass

@@ -31,9 +31,8 @@ def builtin_range(lw, args, sig, expr):
 
 @call_rules.register(enumerate)
 def builtin_enumerate(lw, args, sig, expr):
-    if len(args) != 1:
-        raise UnsupportedConstructError("enumerate with a start", expr.loc)
-    return EnumerateValue(args[0], sig.args[0])
+    start = cast(args[1], sig.args[1], types.int64) if len(args) == 2 else None
+    return EnumerateValue(args[0], sig.args[0], start)
 
 
 @call_rules.register(zip)
