@@ -16,9 +16,10 @@ module: a rule that needs another operation looks it up in the registries.
     elementwise   ufuncs and operators on arrays, with broadcasting
     array_builders  np.where, np.clip, .astype, layout changes
     reductions    argmin/argmax, min/max, sum(axis=), any/all
+    nanfunctions  np.nansum/nanprod/nanmin/nanmax/nanmean/nanvar/nanstd
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
 """
 from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
-               mathlib, npufuncs, reductions, scalars, scans, tuples, views)
+               mathlib, nanfunctions, npufuncs, reductions, scalars, scans, tuples, views)
