@@ -3,6 +3,7 @@ tests against Numba, on C-ordered, Fortran-ordered and strided inputs."""
 import numba
 import numpy as np
 import pytest
+from numba import prange
 
 from numba_mlir_gpu import inspect_mlir
 
@@ -218,3 +219,45 @@ def test_constant_axes_are_linalg_generics():
         f = ours(fn, "cpu")
         f(a)
         assert "linalg.generic" in inspect_mlir(f, f.signatures[0])
+
+
+def sum_axes_02(a):
+    return np.sum(a, axis=(0, 2))
+
+
+def sum_axes_neg(a):
+    return a.sum(axis=(-1, 0))
+
+
+def sum_all_axes(a):
+    return np.sum(a, axis=(1, 0))
+
+
+def sum_axes_in_prange(a):
+    out = np.empty((a.shape[0], a.shape[2]))
+    for i in prange(a.shape[0]):
+        out[i] = np.sum(a[i], axis=(0,))
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_sum_over_a_tuple_of_axes(target):
+    a = np.random.default_rng(5).random((5, 33, 7))
+    for x in (a, a[:, ::-2, 1:], np.asfortranarray(a)):
+        check(sum_axes_02, x, target=target, rtol=1e-12)
+        check(sum_axes_neg, x, target=target, rtol=1e-12)
+        check(sum_axes_in_prange, x, target=target, rtol=1e-12)
+    ints = np.arange(5 * 6 * 7, dtype=np.int32).reshape(5, 6, 7)
+    check(sum_axes_02, ints, target=target)
+    check(sum_all_axes, ints[0], target=target)
+    check(sum_all_axes, a[1], target=target, rtol=1e-12)
+
+
+def test_sum_over_axes_given_at_run_time_is_refused():
+    from numba_mlir_gpu import UnsupportedConstructError
+
+    def f(a, t):
+        return np.sum(a, axis=t)
+    import numba_mlir_gpu
+    with pytest.raises(UnsupportedConstructError, match="tuple of axes computed at run time"):
+        numba_mlir_gpu.njit(target="cpu", fallback=False)(f)(np.ones((2, 3, 4)), (0, 1))

@@ -257,7 +257,7 @@ def numpy_sum(lw, args, sig, expr):
     array = array_operand(operands, "np.sum", expr)
     result_ty = types.unliteral(sig.return_type)
     if "axis" in operands and isinstance(operands["axis"][1], types.BaseTuple):
-        raise UnsupportedConstructError("np.sum with a tuple of axes", expr.loc)
+        return _sum_over_axes(lw, array, operands["axis"][0], result_ty, expr)
     if "axis" in operands:
         static = _static_axis(constant_operand(lw, expr, ("a", "axis", "dtype"), "axis"), array)
         if static is not None and isinstance(result_ty, types.Array) and lw.parallel_depth == 0:
@@ -266,6 +266,40 @@ def numpy_sum(lw, args, sig, expr):
         if isinstance(result_ty, types.Array):
             return _sum_along(lw, array, axis, result_ty)
     return _whole_sum(lw, array, result_ty)
+
+
+def _sum_over_axes(lw, array: ArrayValue, axes: TupleValue, result_ty, expr):
+    """np.sum over a tuple of constant axes: one axis at a time, the last
+    first (so the others keep their positions); all of them: the whole sum."""
+    ndim = array.type.ndim
+    values = [_constant_int(v) for v in axes.items]
+    if any(v is None for v in values):
+        raise UnsupportedConstructError("np.sum over a tuple of axes computed at run time "
+                                        "(a tuple of constants is supported)", expr.loc)
+    if any(not -ndim <= v < ndim for v in values):
+        raise UnsupportedConstructError(f"np.sum over axes {tuple(values)} of a {ndim}-d "
+                                        "array (out of bounds)", expr.loc)
+    normal = sorted({v % ndim for v in values}, reverse=True)
+    if len(normal) != len(values):
+        raise UnsupportedConstructError(f"np.sum over the repeated axes {tuple(values)}",
+                                        expr.loc)
+    if not isinstance(result_ty, types.Array):
+        return _whole_sum(lw, array, result_ty)
+    for k, axis in enumerate(normal, 1):
+        step_ty = result_ty.copy(ndim=ndim - k, layout="C")
+        if lw.parallel_depth == 0:
+            array = _sum_along_axis(lw, array, axis, step_ty)
+        else:
+            array = _sum_along(lw, array, const_i64(axis), step_ty)
+    return array
+
+
+def _constant_int(value: ir.Value):
+    """The Python int of an `arith.constant`, else None."""
+    op = value.owner
+    if getattr(op, "name", None) != "arith.constant":
+        return None
+    return ir.IntegerAttr(op.attributes["value"]).value
 
 
 def _static_axis(value, array: ArrayValue):
