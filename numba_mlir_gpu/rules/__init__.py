@@ -17,9 +17,10 @@ module: a rule that needs another operation looks it up in the registries.
     array_builders  np.where, np.clip, .astype, layout changes
     reductions    argmin/argmax, min/max, sum(axis=), any/all
     nanfunctions  np.nansum/nanprod/nanmin/nanmax/nanmean/nanvar/nanstd
+    closeness     np.isclose/np.allclose of arrays
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
 """
-from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
-               mathlib, nanfunctions, npufuncs, reductions, scalars, scans, tuples, views)
+from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
+               linalg, mathlib, nanfunctions, npufuncs, reductions, scalars, scans, tuples, views)
