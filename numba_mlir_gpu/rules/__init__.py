@@ -18,9 +18,11 @@ module: a rule that needs another operation looks it up in the registries.
     reductions    argmin/argmax, min/max, sum(axis=), any/all
     nanfunctions  np.nansum/nanprod/nanmin/nanmax/nanmean/nanvar/nanstd
     closeness     np.isclose/np.allclose of arrays
+    sorting       np.sort, .sort(), np.argsort: a parallel merge sort
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
 """
 from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
-               linalg, mathlib, nanfunctions, npufuncs, reductions, scalars, scans, tuples, views)
+               linalg, mathlib, nanfunctions, npufuncs, reductions, scalars, scans, sorting,
+               tuples, views)
