@@ -112,3 +112,17 @@ def test_gpu_code():
                      (sort_rows, (np.ones((3, 4)),))]:
         with pytest.raises(CompileOnlyError):
             numba_mlir_gpu.njit(target="compile-only", fallback=False)(fn)(*args)
+
+
+def unique(a):
+    return np.unique(a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["empty", "one", "floats_1000", "float32", "view", "int8",
+                                  "int64_ties", "bool", "sorted"])
+def test_unique_as_numba(case, target):
+    """NaNs collapse into one, as in Numba."""
+    check(unique, CASES[case], target=target)
+    if case == "floats_1000":
+        check(unique, np.round(CASES[case] * 3), target=target)

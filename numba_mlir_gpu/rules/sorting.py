@@ -1,4 +1,5 @@
-"""np.sort, `a.sort()` and np.argsort of 1-d arrays: a parallel merge sort.
+"""np.sort, `a.sort()`, np.argsort and np.unique of 1-d arrays: a parallel
+merge sort.
 
 Numba sorts with a quicksort written in Python over a list of partitions,
 which we do not lower (and which would be one thread on the GPU). Here the
@@ -24,7 +25,8 @@ from ..lowering.arrays import allocate, copy_array, load_element, size_of, store
 from ..lowering.build import cmpf, cmpi, const_index, select, to_i64, to_index
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
-from ..lowering.registry import call_rules, method_rules
+from ..lowering.indexing import ADVANCED
+from ..lowering.registry import call_rules, getitem_rules, method_rules
 from ..lowering.values import ArrayValue, PyValue
 
 _KINDS = ("quicksort", "mergesort", "stable", "heapsort")
@@ -183,3 +185,33 @@ def array_argsort(lw, args, sig, expr):
     _kind(lw, expr, args, 0)
     _, indices = _merge_sort(lw, array, with_indices=True)
     return indices
+
+
+@call_rules.register(np.unique)
+def numpy_unique(lw, args, sig, expr):
+    """Numba's np.unique: the sorted elements, each kept unless it equals
+    the one before it or both are NaN (one NaN is kept), as a mask whose
+    elements the advanced-indexing rule gathers."""
+    array = _sortable(args[0], "np.unique", expr)
+    keys, _ = _merge_sort(lw, array, with_indices=False)
+    n = to_index(size_of(array))
+    mask_ty = types.Array(types.boolean, 1, "C")
+    keep = allocate(lw, mask_ty, [n])
+    dtype = keys.type.dtype
+
+    def first_of_its_value(position):
+        (k,) = position
+        previous = load_element(keys, [arith.SubIOp(
+            arith.MaxUIOp(k, const_index(1)).result, const_index(1)).result])
+        current = load_element(keys, [k])
+        if isinstance(dtype, types.Float):
+            both_nan = arith.AndIOp(cmpf("UNO", current, current),
+                                    cmpf("UNO", previous, previous)).result
+            differs = arith.AndIOp(cmpf("UNE", current, previous),
+                                   arith.XOrIOp(both_nan, _true()).result).result
+        else:
+            differs = cmpi("ne", current, previous)
+        store_element(arith.OrIOp(cmpi("eq", k, const_index(0)), differs).result, keep, [k])
+    parallel_for(lw, [n], first_of_its_value)
+    gather = getitem_rules.get(ADVANCED)
+    return gather(lw, keys, keep, mask_ty, types.unliteral(sig.return_type), expr.loc)
