@@ -20,7 +20,10 @@ def product(values: Sequence[ir.Value]) -> ir.Value:
 
 
 def delinearize(flat: ir.Value, extents: Sequence[ir.Value]) -> list[ir.Value]:
-    """Row-major multi-index of `flat` in a box of `extents` (all index)."""
+    """Row-major multi-index of `flat` in a box of `extents` (all index);
+    a 0-d box has one position and no index."""
+    if not extents:
+        return []
     indices = []
     for extent in reversed(extents[1:]):
         indices.append(arith.RemUIOp(flat, extent).result)

@@ -41,8 +41,6 @@ def storage_type(ty: types.Type, loc=None) -> ir.Type:
 def memref_type(ty: types.Array, loc=None) -> ir.MemRefType:
     """A dynamically shaped memref; C-contiguous arrays keep the identity
     layout, any other layout carries dynamic strides and offset."""
-    if ty.ndim == 0:
-        raise UnsupportedConstructError("0-dimensional arrays", loc)
     element = storage_type(ty.dtype, loc)
     shape = [ir.ShapedType.get_dynamic_size()] * ty.ndim
     if ty.layout == "C":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
-from numba.np.arrayobj import _array_copy_intrinsic
+from numba.np.arrayobj import _array_copy_intrinsic, np_array
 from numba.np.npyimpl import _make_dtype_object
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import empty_inferred
@@ -14,8 +14,9 @@ from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import get_type_max_value, get_type_min_value
 
 from .._mlir import arith, ir, memref
-from ..lowering.arrays import allocate, copy_array, fill, shape_of, size_of
-from ..lowering.build import cmpi, const, const_i64, dim, to_i64, to_index
+from ..lowering.arrays import (allocate, copy_array, fill, load_element, shape_of, size_of,
+                               store_element)
+from ..lowering.build import cmpi, const, const_i64, const_index, dim, to_i64, to_index
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import attr_rules, call_rules, method_rules
@@ -179,3 +180,43 @@ call_rules.register(np.empty_like)(_new_array(like=True))
 call_rules.register(np.zeros_like)(_new_array(0, like=True))
 call_rules.register(np.ones_like)(_new_array(1, like=True))
 call_rules.register(np.full_like)(_new_array(like=True, explicit_fill=True))
+
+
+@call_rules.register(np_array)
+def numpy_array(lw, args, sig, expr):
+    """np.array(obj[, dtype]) (Numba's np_array intrinsic, which np.asarray
+    calls too) of a scalar (a 0-d array) or of nested tuples of scalars."""
+    obj, obj_ty = args[0], types.unliteral(sig.args[0])
+    result_ty = types.unliteral(sig.return_type)
+    shape, items = _sequence_items(obj, obj_ty, expr)
+    result = allocate(lw, result_ty, [const_index(n) for n in shape])
+    for position, (value, ty) in zip(np.ndindex(*shape), items):
+        store_element(cast(value, ty, result_ty.dtype), result,
+                      [const_index(i) for i in position])
+    return result
+
+
+def _sequence_items(obj, ty, expr) -> tuple[tuple, list]:
+    """(shape, [(value, type)] in C order) of a scalar or nested tuples."""
+    if isinstance(obj, TupleValue):
+        parts = [_sequence_items(v, t, expr) for v, t in zip(obj.items, obj.type.types)]
+        if any(p[0] != parts[0][0] for p in parts):
+            raise UnsupportedConstructError(f"np.array of the ragged {ty}", expr.loc)
+        inner = parts[0][0] if parts else ()
+        return (len(parts),) + inner, [item for p in parts for item in p[1]]
+    if isinstance(obj, ir.Value) and isinstance(ty, (types.Number, types.Boolean)):
+        return (), [(obj, ty)]
+    raise UnsupportedConstructError(f"np.array of {ty}", expr.loc)
+
+
+@method_rules.register((types.Array, "item"))
+def array_item(lw, args, sig, expr):
+    """a.item(): the one element of an array of size 1 (ValueError otherwise,
+    as NumPy and Numba)."""
+    array = args[0]
+    if len(args) != 1:
+        raise UnsupportedConstructError(".item() with arguments", expr.loc)
+    lw.errors.raise_if(lw, cmpi("ne", size_of(array), const_i64(1)), lw.errors.code(
+        ValueError, ("item(): can only convert an array of size 1 to a Python scalar",)))
+    origin = [const_index(0)] * array.type.ndim
+    return load_element(array, origin)

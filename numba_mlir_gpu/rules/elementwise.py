@@ -19,7 +19,7 @@ from numba.core.typing.npydecl import (NumpyRulesArrayOperator, NumpyRulesInplac
 from numba.np.numpy_support import ufunc_find_matching_loop
 
 from .._mlir import arith
-from ..lowering.arrays import allocate, shape_of, store_element
+from ..lowering.arrays import allocate, load_element, shape_of, store_element
 from ..lowering.broadcast import broadcast_element, broadcast_shape
 from ..lowering.build import cmpi
 from ..lowering.casts import cast
@@ -110,9 +110,20 @@ def new_result(lw, ty: types.Array, operands: list) -> ArrayValue:
     return allocate(lw, ty, broadcast_shape(lw, arrays, ty.ndim))
 
 
+def _on_elements(operands: list, types_: list) -> tuple[list, list]:
+    """Operands with their 0-d arrays read (Numba gives scalars for them)."""
+    values = [load_element(o, []) if isinstance(o, ArrayValue) else o for o in operands]
+    return values, [t.dtype if isinstance(t, types.Array) else t for t in types_]
+
+
 @array_operator_rules.register(*_OPERATOR_UFUNC)
 def array_operator(lw, fn, operands: list, sig, expr):
-    """An operator with an array operand: a new array."""
+    """An operator with an array operand: a new array (a scalar when every
+    array is 0-d, as Numba types it)."""
+    if not isinstance(sig.return_type, types.Array):
+        values, element_types = _on_elements(operands, list(sig.args))
+        ((result, ty),) = scalar_ufunc(lw, _OPERATOR_UFUNC[fn], values, element_types, expr)
+        return cast(result, ty, sig.return_type)
     out = new_result(lw, sig.return_type, operands)
     elementwise(lw, _OPERATOR_UFUNC[fn], operands, list(sig.args), [out], expr)
     return out
@@ -137,9 +148,10 @@ def ufunc_call(lw, ufunc, args, sig, expr):
                     not all(isinstance(o, ArrayValue) for o in outputs)):
         raise UnsupportedConstructError(
             f"np.{ufunc.__name__} with {len(outputs)} of its {ufunc.nout} outputs", expr.loc)
-    if not any(isinstance(a, ArrayValue) for a in args):
+    if not outputs and not any(isinstance(t, types.Array) for t in result_types):
+        values, element_types = _on_elements(inputs, in_types)     # scalars or 0-d arrays
         results = [cast(value, ty, want) for (value, ty), want in
-                   zip(scalar_ufunc(lw, ufunc, inputs, in_types, expr), result_types)]
+                   zip(scalar_ufunc(lw, ufunc, values, element_types, expr), result_types)]
         return TupleValue(results, sig.return_type) if several else results[0]
     outs = list(outputs) or [new_result(lw, ty, inputs) for ty in result_types]
     elementwise(lw, ufunc, inputs, in_types, outs, expr)
