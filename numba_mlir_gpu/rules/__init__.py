@@ -19,6 +19,9 @@ module: a rule that needs another operation looks it up in the registries.
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
+    complexes     complex numbers; registered over the rules above for complex
+                  signatures, so imported last
 """
 from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
                mathlib, npufuncs, reductions, scalars, scans, tuples, views)
+from . import complexes  # noqa: F401,E402  (after the rules it extends)
