@@ -414,7 +414,7 @@ def _sqrt_rule(lw, args, sig, expr):
     return _of_complex(_sqrt(ty.bitwidth // 2))(lw, args, sig, expr)
 
 
-def _complex_only(rule, name):
+def _complex_only(rule):
     """A cmath function on a real argument: Numba converts it to complex128."""
     def checked(lw, args, sig, expr):
         ty = _unliteral(sig.args[0])
@@ -425,16 +425,61 @@ def _complex_only(rule, name):
     return checked
 
 
+# Numba's parfor bodies may call the math module's function on elements of
+# a complex array expression (np.sqrt becomes math.sqrt): the same rule.
 for _py, _np, _rule in ((cmath.exp, np.exp, _by_parts(_wrapped_python(cmathimpl.exp_impl))),
                         (cmath.sqrt, np.sqrt, _sqrt_rule),
                         (cmath.cos, np.cos, _of_complex(_cos)),
                         (cmath.sin, np.sin, _of_complex(_sin)),
                         (cmath.tan, np.tan, _of_complex(_tan))):
-    call_rules.register(_py)(_complex_only(_rule, _py.__name__))
-    _over(call_rules, _np)(_rule)
+    call_rules.register(_py)(_complex_only(_rule))
+    _over(call_rules, _np, getattr(pymath, _py.__name__))(_rule)
 
 _LOG = _by_parts(_wrapped_python(cmathimpl.log_impl))
-_over(call_rules, np.log)(_LOG)
+_over(call_rules, np.log, pymath.log)(_LOG)
+
+
+def _scaled_log(factor: float):
+    """np.log10 / np.log2 of complex: log(z) with both parts times
+    log10(e) or log2(e), as Numba's np_complex_log10_impl/log2_impl."""
+    def rule(lw, args, sig, expr):
+        ty = _unliteral(sig.return_type)
+        fty = complexes.part_type(ty)
+        real, imag = complexes.parts(_LOG(lw, [cast(args[0], sig.args[0], ty)],
+                                          signature(ty, ty), expr))
+        scale = const(fty, factor)
+        return complexes.make(arith.MulFOp(scale, real).result,
+                              arith.MulFOp(scale, imag).result, ty)
+    return rule
+
+
+_over(call_rules, np.log10)(_scaled_log(0.434294481903251827651128918916605082))
+_over(call_rules, np.log2)(_scaled_log(1.442695040888963407359924681001892137))
+
+
+@_over(call_rules, np.square)
+def square(lw, args, sig, expr):
+    (z,), ty = _operands(args, sig, expr)
+    return complexes.mul(z, z, ty)
+
+
+def _refused(name: str):
+    def rule(lw, args, sig, expr):
+        raise UnsupportedConstructError(f"{name} of complex numbers", expr.loc)
+    return rule
+
+
+# NumPy ufuncs whose complex loops Numba writes in formulas of its own (not
+# lowered here yet), and the math functions its parfor bodies may call for
+# them: refused by name instead of reaching the real-only rules.
+for _name in ("sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+              "arctanh", "exp2", "expm1", "log1p", "sign", "reciprocal", "rint", "floor",
+              "ceil", "trunc", "fabs", "cbrt"):
+    _over(call_rules, getattr(np, _name))(_refused(f"np.{_name}"))
+for _name in ("sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+              "expm1", "log1p", "log10", "log2", "exp2"):
+    if hasattr(pymath, _name):
+        _over(call_rules, getattr(pymath, _name))(_refused(f"math.{_name}"))
 
 
 @call_rules.register(cmath.log)
