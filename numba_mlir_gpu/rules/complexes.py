@@ -160,7 +160,11 @@ def numpy_divide(a, b, ty):
     scl = arith.DivFOp(one, arith.AddFOp(br, arith.MulFOp(bi, rat).result).result).result
     real1 = arith.MulFOp(arith.AddFOp(ar, arith.MulFOp(ai, rat).result).result, scl).result
     imag1 = arith.MulFOp(arith.SubFOp(ai, arith.MulFOp(ar, rat).result).result, scl).result
-    real0, imag0 = arith.DivFOp(ar, abs_br).result, arith.DivFOp(ai, abs_bi).result
+    # NumPy's loop divides by |b.real| and |b.imag| here; Numba's compiled
+    # np_complex_div_impl gives the signs of the divisor's zeros (LLVM drops
+    # the fabs once it knows the operand is zero): np.divide(1+1j, -0-0j) is
+    # -inf-infj. Numba is the reference, so the signed parts.
+    real0, imag0 = arith.DivFOp(ar, br).result, arith.DivFOp(ai, bi).result
     real1, imag1 = select(both_zero, real0, real1), select(both_zero, imag0, imag1)
     rat = arith.DivFOp(br, bi).result
     scl = arith.DivFOp(one, arith.AddFOp(bi, arith.MulFOp(br, rat).result).result).result
