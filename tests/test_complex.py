@@ -332,6 +332,13 @@ def product_reduction(x):
     return p
 
 
+def difference_reduction(x):
+    s = 1j
+    for i in prange(x.shape[0]):
+        s -= x[i]
+    return s
+
+
 def mixed_reductions(x):
     s = np.complex64(0)
     t = 0.0
@@ -347,6 +354,7 @@ def test_prange_reductions(dtype, target):
     x = finite_values(dtype, 1003)
     tol = 1e-4 if dtype == np.complex64 else 1e-12      # the order of additions differs
     check(sum_reduction, x, target=target, rtol=tol)
+    check(difference_reduction, x, target=target, rtol=tol)
     check(mixed_reductions, x, target=target, rtol=tol)
     small = (1 + 0.01 * finite_values(dtype, 301)).astype(dtype)
     check(product_reduction, small, target=target, rtol=tol * 10)
@@ -373,7 +381,9 @@ def test_numpy_reductions(dtype, target):
 def array_expressions(x, y):
     return (x + y, x - y, x * y, -x, x * 2.5 + 1j, x == y, x != y, np.abs(x),
             np.exp(x), np.log(x), np.sqrt(x), np.conj(x), np.angle(x), np.power(x, 2),
-            np.add(x, y), np.multiply(x, y), np.square(x), np.sin(x), np.cos(x))
+            np.add(x, y), np.multiply(x, y), np.square(x), np.sin(x), np.cos(x),
+            np.subtract(x, y), np.negative(x), np.equal(x, y), np.not_equal(x, y), np.tan(x),
+            np.log10(x), np.isnan(x), np.isfinite(x))
 
 
 def array_division(x, y):
@@ -459,7 +469,28 @@ def unsupported_cmath(z):
     return cmath.asin(z)
 
 
+def scatter(h, k, z):
+    for i in prange(k.shape[0]):
+        h[k[i]] += z[i]
+    return h
+
+
+def own_elements(h, z):
+    for i in prange(h.shape[0]):
+        h[i] += z[i]
+        h[i] *= 2
+    return h
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_updates_of_own_elements(target):
+    check(own_elements, finite_values(np.complex128, 101), finite_values(np.complex64, 101),
+          target=target)
+
+
 @pytest.mark.parametrize("fn, args, construct", [
+    (scatter, (np.zeros(3, np.complex128), np.array([0, 1, 0, 2]), np.ones(4, np.complex128)),
+     "updating elements of the complex array 'h'"),
     (array_real, (np.ones(3, np.complex128),), "'.real' of array"),
     (ordering, (np.ones(3, np.complex128), np.ones(3, np.complex128)),
      "np.sinh of complex numbers"),
@@ -483,3 +514,25 @@ def test_complex_prange_kernels_compile_to_ptx():
     # reductions: the tree reduction shuffles both parts
     ptx = all_ptx(compile_only(sum_reduction, x))
     assert len(entries(ptx)) == 1 and "shfl.sync.bfly" in ptx
+
+
+# -- device arrays (GPU machine) ---------------------------------------------------
+
+def device_saxpy(a, x, y):
+    for i in prange(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+    return y.sum()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", COMPLEX_TYPES, ids=lambda d: d.__name__)
+def test_device_arrays(dtype):
+    """CuPy complex arrays are used in place; the reduction folds both parts."""
+    cp = pytest.importorskip("cupy")
+    x, y = finite_values(dtype, 1031), finite_values(dtype, 1031, seed=5)
+    a = dtype(0.5 - 2j)
+    expected_total = numba.njit(device_saxpy)(a, x, y_ref := y.copy())
+    dx, dy = cp.asarray(x), cp.asarray(y)
+    total = numba_mlir_gpu.njit(target="gpu")(device_saxpy)(a, dx, dy)
+    assert_close(dy.get(), y_ref, atol=1e-5 if dtype == np.complex64 else 1e-13)
+    assert_close(total, expected_total, rtol=1e-4 if dtype == np.complex64 else 1e-12)
