@@ -12,6 +12,7 @@ from numba import prange
 
 import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+from numba_mlir_gpu.testing import differential as D
 
 from .support import TARGETS, ours
 from .test_codegen import all_ptx, compile_only, entries
@@ -376,6 +377,7 @@ def test_numpy_reductions(dtype, target):
     tol = 1e-4 if dtype == np.complex64 else 1e-12
     check(whole_array_reductions, (1 + 0.01 * x).astype(dtype), target=target, rtol=tol)
     check(axis_sum, finite_values(dtype, 35).reshape(5, 7), target=target, rtol=tol)
+    check(whole_array_reductions, x[:0].copy(), target=target)     # mean: nan+nanj
 
 
 def array_expressions(x, y):
@@ -536,3 +538,21 @@ def test_device_arrays(dtype):
     total = numba_mlir_gpu.njit(target="gpu")(device_saxpy)(a, dx, dy)
     assert_close(dy.get(), y_ref, atol=1e-5 if dtype == np.complex64 else 1e-13)
     assert_close(total, expected_total, rtol=1e-4 if dtype == np.complex64 else 1e-12)
+
+
+# -- the differential sweep's complex entries (testing/differential.py) --------------
+
+COMPLEX_PARAMS = D.complex_grid()
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("param", COMPLEX_PARAMS, ids=[D.param_id(p) for p in COMPLEX_PARAMS])
+def test_sweep(param, target):
+    """Each entry of D.COMPLEX_ENTRIES over the sweep's layouts, shapes, forms and
+    complex special values (pairs of float specials), against Numba."""
+    if target == "gpu" and not D.compiles_kernels(param[0]):
+        pytest.skip("scalar forms only")
+    result = D.run_param(param, target)
+    assert result.ok, result.report()
+    assert result.cases, f"{D.param_id(param)}: no case ran"

@@ -249,7 +249,8 @@ class FunctionLowerer:
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
         if is_scalar(types.unliteral(ty)):
-            if isinstance(value, PyValue) and isinstance(value.obj, (bool, int, float, complex, np.number)):
+            if isinstance(value, PyValue) and isinstance(value.obj, (bool, int, float, complex,
+                                                                     np.number)):
                 # an omitted argument's default (`def f(x, tol=1e-8)` called
                 # as f(x)), typed as its value's scalar type
                 value = const(types.unliteral(ty), value.obj)

@@ -23,13 +23,15 @@ import functools
 import inspect
 import math as pymath
 import operator
+import os
 
+import numba
 import numpy as np
 from numba.core import types
 from numba.core.typing import signature
 from numba.cpython import cmathimpl
 
-from .._mlir import arith, complex_dialect, func, math
+from .._mlir import arith, complex_dialect, func, ir, math
 from ..lowering import complexes
 from ..lowering.build import cmpf, cmpi, const, select
 from ..lowering.casts import cast, truth
@@ -117,20 +119,36 @@ def truediv(lw, args, sig, expr):
     (a, b), ty = _operands(args, sig, expr)
     if getattr(expr, "op", None) not in ("binop", "inplace_binop"):
         return numpy_divide(a, b, ty)
-    return python_divide(lw, a, b, ty)
+    return python_divide(lw, a, b, ty, raises=not _numba_library_code(lw, expr))
 
 
-def python_divide(lw, a, b, ty):
-    """a / b as CPython's _Py_c_quot (before 3.14's infinity recovery; Numba
-    applies it only on Python 3.14)."""
+_NUMBA_DIR = os.path.dirname(numba.__file__) + os.sep
+
+
+def _numba_library_code(lw, expr) -> bool:
+    """Code of Numba's own, lowered as a callee or inlined by its parfor pass
+    (np.mean's `sum / size`): its empty-array cases divide by zero and expect
+    nan+nanj, as Numba's own np.mean returns (the same test as
+    rules/scalars.py makes for real division)."""
+    filename = getattr(getattr(expr, "loc", None), "filename", None) or ""
+    return lw.func_ir.func_id.modname.startswith("numba.") or \
+        os.path.abspath(filename).startswith(_NUMBA_DIR)
+
+
+def python_divide(lw, a: ir.Value, b: ir.Value, ty: types.Complex,
+                  raises: bool = True) -> ir.Value:
+    """a / b as CPython's _Py_c_quot, as Numba's complex_div_impl computes it on
+    Python before 3.14 (on 3.14 Numba also recovers infinities from a NaN
+    quotient, as CPython 3.14 does; not done here)."""
     fty = complexes.part_type(ty)
     (ar, ai), (br, bi) = complexes.parts(a), complexes.parts(b)
     abs_br, abs_bi = math.AbsFOp(br).result, math.AbsFOp(bi).result
     by_real = cmpf("OGE", abs_br, abs_bi)
     by_imag = cmpf("OGE", abs_bi, abs_br)
-    zero = arith.AndIOp(by_real, cmpf("OEQ", abs_br, const(fty, 0.0))).result
-    lw.errors.raise_if(lw, zero, lw.errors.code(ZeroDivisionError,
-                                                ("complex division by zero",)))
+    if raises:
+        zero = arith.AndIOp(by_real, cmpf("OEQ", abs_br, const(fty, 0.0))).result
+        lw.errors.raise_if(lw, zero, lw.errors.code(ZeroDivisionError,
+                                                    ("complex division by zero",)))
     # divide tops and bottom by b.real
     ratio = arith.DivFOp(bi, br).result
     denom = arith.AddFOp(br, arith.MulFOp(bi, ratio).result).result
@@ -147,7 +165,7 @@ def python_divide(lw, a, b, ty):
     return complexes.make(real, imag, ty)
 
 
-def numpy_divide(a, b, ty):
+def numpy_divide(a: ir.Value, b: ir.Value, ty: types.Complex) -> ir.Value:
     """NumPy's complex division (Numba's np_complex_div_impl; Smith's
     algorithm): a zero divisor gives a.real / 0 and a.imag / 0 (inf or nan)."""
     fty = complexes.part_type(ty)
@@ -469,7 +487,9 @@ def square(lw, args, sig, expr):
 
 def _refused(name: str):
     def rule(lw, args, sig, expr):
-        raise UnsupportedConstructError(f"{name} of complex numbers", expr.loc)
+        raise UnsupportedConstructError(
+            f"{name} of complex numbers ({', '.join(str(_unliteral(t)) for t in sig.args)})",
+            expr.loc)
     return rule
 
 
