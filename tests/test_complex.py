@@ -295,7 +295,7 @@ def writes_in_place(x):
 @pytest.mark.parametrize("dtype", COMPLEX_TYPES, ids=lambda d: d.__name__)
 def test_prange_bodies(dtype, target):
     x, y = finite_values(dtype, 1003), finite_values(dtype, 1003, seed=1)
-    # abs() is our hypot (within an ulp of libm's), and
+    # abs() is our hypot (rarely an ulp from libm's), and
     # sums of terms of about 10 cancel: an absolute tolerance
     atol = 1e-5 if dtype == np.complex64 else 1e-13
     check(prange_body, x, y, target=target, atol=atol)
