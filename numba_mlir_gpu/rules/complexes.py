@@ -309,7 +309,7 @@ def conjugate(lw, args, sig, expr):
 
 @call_rules.register(complex)
 def complex_(lw, args, sig, expr):
-    """complex(), complex(x), complex(x, y) of real numbers, or complex(z)."""
+    """complex(x), complex(x, y) of real numbers, or complex(z)."""
     ty = _unliteral(sig.return_type)
     fty = complexes.part_type(ty)
     argtys = [_unliteral(t) for t in sig.args]
