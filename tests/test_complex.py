@@ -64,9 +64,9 @@ def assert_close(got, expected, ulps: int = 4, path: str = "result", rtol=None,
         gp, ep = gp[ok], ep[ok]
         exact = (gp == ep) & (np.signbit(gp) == np.signbit(ep))
         unit = ep.dtype
-        if unit == np.float64 and np.all(ep.astype(np.float32).astype(np.float64) == ep):
-            unit = np.float32      # a float32 result boxed as a Python float
         with np.errstate(invalid="ignore", over="ignore"):
+            if unit == np.float64 and np.all(ep.astype(np.float32).astype(np.float64) == ep):
+                unit = np.float32      # a float32 result boxed as a Python float
             close = np.isfinite(ep) & (ep != 0) & \
                 (np.abs(gp - ep) <= ulps * np.spacing(np.abs(ep).astype(unit)))
             if rtol is not None or atol:
