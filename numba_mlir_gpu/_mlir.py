@@ -11,7 +11,8 @@ from mlir import ir, passmanager  # noqa: E402
 from mlir.dialects import (  # noqa: E402
     arith, cf, func, gpu, linalg, llvm, math, memref, scf,
 )
+from mlir.dialects import complex as complex_dialect  # noqa: E402
 from mlir.execution_engine import ExecutionEngine  # noqa: E402
 
 __all__ = ["ir", "passmanager", "arith", "cf", "func", "gpu", "linalg", "llvm", "math",
-           "memref", "scf", "ExecutionEngine"]
+           "memref", "scf", "ExecutionEngine", "complex_dialect"]

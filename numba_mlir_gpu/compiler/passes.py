@@ -34,7 +34,11 @@ _DEALLOCATION = [
     "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
     lower_general_deallocs,
 ]
+# convert-complex-to-standard: complex.add/eq/... on the parts in arith; left
+# are create/re/im/constant, which convert-complex-to-llvm makes struct
+# operations (in kernels too, inside the gpu.module, before NVVM conversion).
 _AFTER_DEALLOCATION = ",".join([
+    "convert-complex-to-standard",
     "bufferization-lower-deallocations",
     "convert-bufferization-to-memref",
     "func.func(canonicalize,cse)",
@@ -47,6 +51,7 @@ _TO_LLVM_COMMON = [
     "finalize-memref-to-llvm{use-generic-functions=true}",
     "convert-math-to-llvm",
     "convert-math-to-libm",
+    "convert-complex-to-llvm",
     "convert-arith-to-llvm",
     "convert-index-to-llvm",
     "convert-cf-to-llvm",
@@ -131,7 +136,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "lower-affine",
         "convert-scf-to-cf",
         f"nvvm-attach-target{{chip={o.chip} features={o.features} O={o.opt_level}}}",
-        "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,canonicalize,cse,"
+        "gpu.module(strip-debuginfo,convert-complex-to-llvm,convert-gpu-to-nvvm,canonicalize,cse,"
         "reconcile-unrealized-casts)",
         *_TO_LLVM_COMMON[:-1],
         "gpu-to-llvm",

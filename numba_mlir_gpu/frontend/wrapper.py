@@ -64,6 +64,11 @@ def _memref_struct(ndim: int) -> llir.LiteralStructType:
     return llir.LiteralStructType([_I8P, _I8P, _I64, dims, dims])
 
 
+def _is_memref_descriptor(ty) -> bool:
+    """A memref descriptor (pointers first), not a complex number's struct."""
+    return isinstance(ty, llir.LiteralStructType) and ty.elements[0] == _I8P
+
+
 class EntryCalls:
     """Calls of JIT-ed MLIR entries from code Numba lowers (a mixin of
     `lowering.Lower`): the whole function's entry (EntryCallLower), or one
@@ -160,7 +165,7 @@ class EntryCalls:
             dtor = cgutils.get_or_insert_function(builder.module, dtor_ty,
                                                   array_destructor_symbol(gpu))
             for value in results:
-                if isinstance(value.type, llir.LiteralStructType):   # a memref descriptor
+                if _is_memref_descriptor(value.type):
                     builder.call(dtor, [builder.extract_value(value, 0)])
             for code, (exc_class, exc_args) in _GPU_FAILURES.items() if gpu else ():
                 is_code = builder.icmp_unsigned("==", failure, llir.Constant(status.type, code))

@@ -3,17 +3,41 @@ from __future__ import annotations
 
 from numba.core import types
 
-from .._mlir import arith, ir, memref
+from .._mlir import arith, complex_dialect, ir, memref
 from .types import index_type, scalar_type
 
 
 def const(ty: types.Type, value) -> ir.Value:
     mty = scalar_type(ty)
+    if isinstance(ty, types.Complex):
+        part = scalar_type(ty.underlying_float)
+        value = complex(value)
+        return complex_dialect.ConstantOp(mty, ir.ArrayAttr.get(
+            [ir.FloatAttr.get(part, value.real), ir.FloatAttr.get(part, value.imag)])).result
     if isinstance(ty, types.Float):
         return arith.ConstantOp(mty, ir.FloatAttr.get(mty, float(value))).result
     if isinstance(ty, types.Integer) and not ty.signed and value >= 2 ** (ty.bitwidth - 1):
         value -= 2 ** ty.bitwidth        # MLIR integer attrs are signless
     return arith.ConstantOp(mty, ir.IntegerAttr.get(mty, int(value))).result
+
+
+def zero_of(ty: ir.Type) -> ir.Value:
+    """The zero of an MLIR scalar type (integer, float or complex)."""
+    if isinstance(ty, (ir.IntegerType, ir.IndexType)):
+        return arith.ConstantOp(ty, ir.IntegerAttr.get(ty, 0)).result
+    if isinstance(ty, ir.ComplexType):
+        part = ty.element_type
+        return complex_dialect.ConstantOp(ty, ir.ArrayAttr.get(
+            [ir.FloatAttr.get(part, 0.0), ir.FloatAttr.get(part, 0.0)])).result
+    return arith.ConstantOp(ty, ir.FloatAttr.get(ty, 0.0)).result
+
+
+def add_values(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a + b of one MLIR scalar type (integer, float or complex)."""
+    if isinstance(a.type, ir.ComplexType):
+        return complex_dialect.AddOp(a, b).result
+    op = arith.AddIOp if isinstance(a.type, (ir.IntegerType, ir.IndexType)) else arith.AddFOp
+    return op(a, b).result
 
 
 def const_index(value: int) -> ir.Value:

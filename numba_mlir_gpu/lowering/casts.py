@@ -4,6 +4,7 @@ from __future__ import annotations
 from numba.core import types
 
 from .._mlir import arith, ir
+from . import complexes
 from .build import cmpf, cmpi, const
 from .errors import UnsupportedConstructError
 from .types import is_scalar, scalar_type
@@ -21,6 +22,10 @@ def truth(value: ir.Value, ty: types.Type) -> ir.Value:
         return value
     if isinstance(ty, types.Float):
         return cmpf("UNE", value, const(ty, 0.0))
+    if isinstance(ty, types.Complex):
+        zero = const(complexes.part_type(ty), 0.0)
+        real, imag = complexes.parts(value)
+        return arith.OrIOp(cmpf("UNE", real, zero), cmpf("UNE", imag, zero)).result
     return cmpi("ne", value, const(ty, 0))
 
 
@@ -36,6 +41,8 @@ def cast(value, fromty: types.Type, toty: types.Type):
         return value          # arrays and compile-time values keep their representation
     if isinstance(toty, types.Boolean):
         return truth(value, fromty)
+    if isinstance(toty, types.Complex) or isinstance(fromty, types.Complex):
+        return _cast_complex(value, fromty, toty)
     target = scalar_type(toty)
     if isinstance(fromty, types.Boolean):
         if isinstance(toty, types.Float):
@@ -60,6 +67,21 @@ def cast(value, fromty: types.Type, toty: types.Type):
     if toty.bitwidth < fromty.bitwidth:
         return arith.TruncFOp(target, value).result
     return value
+
+
+def _cast_complex(value, fromty: types.Type, toty: types.Type):
+    """Numba's casts to complex: a real number becomes the real part (the
+    imaginary part +0.0); complex to complex converts both parts. Numba has
+    no implicit cast from complex to a real type."""
+    if not isinstance(toty, types.Complex):
+        raise UnsupportedConstructError(f"converting {fromty} to {toty}")
+    part = complexes.part_type(toty)
+    if isinstance(fromty, types.Complex):
+        real, imag = (cast(p, complexes.part_type(fromty), part)
+                      for p in complexes.parts(value))
+    else:
+        real, imag = cast(value, fromty, part), const(part, 0.0)
+    return complexes.make(real, imag, toty)
 
 
 def _cast_tuple(value: TupleValue, toty: types.Type):

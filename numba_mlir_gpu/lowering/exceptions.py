@@ -14,7 +14,7 @@ from typing import Optional
 from numba.core import types
 
 from .._mlir import arith, cf, func, ir, memref, scf
-from .build import cmpi, const, const_index, select
+from .build import cmpi, const, const_index, select, zero_of
 
 STATUS = types.int32
 
@@ -123,10 +123,8 @@ class FunctionErrors:
             for ty in result_types:
                 if isinstance(ty, ir.MemRefType):
                     values.append(_empty_memref(ty))
-                elif isinstance(ty, ir.IntegerType):
-                    values.append(arith.ConstantOp(ty, ir.IntegerAttr.get(ty, 0)).result)
                 else:
-                    values.append(arith.ConstantOp(ty, ir.FloatAttr.get(ty, 0.0)).result)
+                    values.append(zero_of(ty))
             func.ReturnOp(values)
 
 

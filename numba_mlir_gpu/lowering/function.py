@@ -249,7 +249,8 @@ class FunctionLowerer:
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
         if is_scalar(types.unliteral(ty)):
-            if isinstance(value, PyValue) and isinstance(value.obj, (bool, int, float, np.number)):
+            if isinstance(value, PyValue) and isinstance(value.obj, (bool, int, float, complex,
+                                                                     np.number)):
                 # an omitted argument's default (`def f(x, tol=1e-8)` called
                 # as f(x)), typed as its value's scalar type
                 value = const(types.unliteral(ty), value.obj)
@@ -313,7 +314,7 @@ class FunctionLowerer:
 
     def constant(self, value, ty: types.Type):
         ty = types.unliteral(ty)
-        if is_scalar(ty) and isinstance(value, (bool, int, float, np.number, np.bool_)):
+        if is_scalar(ty) and isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
             return const(ty, value)
         if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
             return TupleValue([self.constant(v, t) for v, t in zip(value, ty.types)], ty)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .._mlir import arith, ir, linalg, memref, scf
-from .build import cmpf, cmpi, const_index, select
+from .build import add_values, cmpf, cmpi, const_index, select, zero_of
 from .loops import delinearize, flat_parallel, product
 from .values import ArrayValue
 
@@ -59,9 +59,7 @@ def reduce_along(source: ArrayValue, axis: int, outs: list,
 
 
 def _zero(ty: ir.Type) -> ir.Value:
-    if isinstance(ty, ir.IntegerType):
-        return arith.ConstantOp(ty, 0).result
-    return arith.ConstantOp(ty, ir.FloatAttr.get(ty, 0.0)).result
+    return zero_of(ty)
 
 
 def _sums(types_: list) -> list:
@@ -69,8 +67,7 @@ def _sums(types_: list) -> list:
 
 
 def _add(a: list, b: list) -> list:
-    return [(arith.AddIOp if isinstance(x.type, ir.IntegerType) else arith.AddFOp)(x, y).result
-            for x, y in zip(a, b)]
+    return [add_values(x, y) for x, y in zip(a, b)]
 
 
 def _positions(types_: list) -> list:

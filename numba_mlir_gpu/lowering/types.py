@@ -6,7 +6,9 @@ from numba.core import types
 from .._mlir import ir
 from .errors import UnsupportedConstructError
 
-SCALAR_TYPES = (types.Boolean, types.Integer, types.Float)
+# Complex numbers are scalars too: one SSA value of MLIR's complex<f32> or
+# complex<f64> (a struct {float, float} in LLVM, as in Numba and NumPy).
+SCALAR_TYPES = (types.Boolean, types.Integer, types.Float, types.Complex)
 
 
 def is_scalar(ty: types.Type) -> bool:
@@ -27,6 +29,8 @@ def scalar_type(ty: types.Type, loc=None) -> ir.Type:
             return ir.F32Type.get()
         if ty.bitwidth == 64:
             return ir.F64Type.get()
+    if isinstance(ty, types.Complex):
+        return ir.ComplexType.get(scalar_type(ty.underlying_float, loc))
     raise UnsupportedConstructError(f"values of type {ty}", loc)
 
 

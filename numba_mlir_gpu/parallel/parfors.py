@@ -67,7 +67,8 @@ def reductions_of(lw, parfor: Parfor, names=None) -> list[Reduction]:
         identity = info.init_val
         if op is None:
             op, identity = _called_extremum(lw, info.reduce_nodes), None
-        if op is None or not is_scalar(ty) or (identity is None and op not in (min, max)):
+        if op is None or not is_scalar(ty) or (identity is None and op not in (min, max)) \
+                or (isinstance(ty, types.Complex) and op not in (operator.add, operator.mul)):
             raise UnsupportedConstructError(
                 f"the reduction of '{name}' ({getattr(info.redop, '__name__', info.redop)} "
                 f"on {ty}); supported: + - * min max of scalars", parfor.loc)

@@ -18,6 +18,7 @@ import numpy as np
 from numba.core import types
 
 from .._mlir import arith, ir
+from ..lowering import complexes
 from ..lowering.build import cmpf, cmpi, const, select
 from ..lowering.types import scalar_type
 
@@ -38,6 +39,10 @@ class Reduction:
         return self.initial if self.identity is None else const(self.type, self.identity)
 
     def combine(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        if isinstance(self.type, types.Complex):    # + and * only (Numba types no other)
+            if self.combine_op is operator.add:
+                return complexes.add(a, b)
+            return complexes.mul(a, b, self.type)
         float_ = isinstance(self.type, types.Float)
         signed = getattr(self.type, "signed", False)
         if self.combine_op is operator.add:

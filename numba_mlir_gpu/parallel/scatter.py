@@ -34,8 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba.core import ir as nir
+from numba.core import types
 from numba.parfors.parfor import Parfor
 
+from ..lowering.errors import UnsupportedConstructError
 from .atomic_updates import addition_kind, lower_update
 from .updates import Update, Window, callee, updates_in, variable_uses
 
@@ -68,6 +70,11 @@ def atomic_updates(lw, parfor: Parfor) -> list[Update]:
         blocks = list(level_parfor.loop_body.values()) + [p.init_block for p in nested]
         for update in updates_in(lw, blocks, uses):
             if not _disjoint(lw, update, levels[:concurrent], copies):
+                if isinstance(lw.typeof(update.array).dtype, types.Complex):
+                    # no atomic read-modify-write of a (two-part) complex element
+                    raise UnsupportedConstructError(
+                        f"updating elements of the complex array '{update.array}' that "
+                        "iterations may share (h[k] += z in a prange loop)", update.store.loc)
                 found.append(update)
         for inner in nested:
             walk(inner, levels)

@@ -171,13 +171,15 @@ def _reads_element(lw, read: nir.Assign, store) -> bool:
         lw.typeof(store.index_var.name) if store.index_var is not None else None)
     if index_ty is not None and index_kind(index_ty, array_ty.ndim) != ELEMENT:
         return False
-    return isinstance(array_ty.dtype, (types.Integer, types.Float, types.Boolean))
+    # complex elements are recognised so that scatter.py can refuse them
+    return isinstance(array_ty.dtype, (types.Integer, types.Float, types.Boolean, types.Complex))
 
 
 def _in_any_order(lw, op, old_first: bool, args: list) -> bool:
     """Does the final value not depend on the order of the updates?"""
     arg_types = [types.unliteral(lw.typeof(a.name)) for a in args]
-    if not all(isinstance(t, (types.Integer, types.Float, types.Boolean)) for t in arg_types):
+    if not all(isinstance(t, (types.Integer, types.Float, types.Boolean, types.Complex))
+               for t in arg_types):
         return False
     if op is operator.sub:
         return old_first                    # h[k] - v, not v - h[k]

@@ -22,7 +22,10 @@ module: a rule that needs another operation looks it up in the registries.
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
+    complexes     complex numbers; registered over the rules above for complex
+                  signatures, so imported last
 """
 from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
                linalg, mathlib, nanfunctions, npufuncs, reductions, scalars, scans, sorting,
                tuples, views)
+from . import complexes  # noqa: F401,E402  (after the rules it extends)

@@ -56,7 +56,7 @@ def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr) -> list:
     loop = ufunc_find_matching_loop(ufunc, value_types)
     if loop is None:
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {value_types}", expr.loc)
-    if any(not isinstance(t, (types.Integer, types.Float, types.Boolean))
+    if any(not isinstance(t, (types.Integer, types.Float, types.Boolean, types.Complex))
            for t in list(loop.inputs) + list(loop.outputs)):
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {loop.inputs}", expr.loc)
     args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.inputs)]

@@ -16,6 +16,7 @@ from numba.core import types
 
 from .._mlir import arith, ir, scf
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
+from ..lowering import complexes
 from ..lowering.build import cmpi, const, const_index, select
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
@@ -50,6 +51,8 @@ def _vector_dot(lw, a: ArrayValue, b: ArrayValue, dtype) -> ir.Value:
 
 def _product(x, y, a, b, dtype):
     x, y = cast(x, a.type.dtype, dtype), cast(y, b.type.dtype, dtype)
+    if isinstance(dtype, types.Complex):
+        return complexes.mul(x, y, dtype)
     return (arith.MulFOp if isinstance(dtype, types.Float) else arith.MulIOp)(x, y).result
 
 

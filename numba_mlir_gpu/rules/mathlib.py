@@ -191,17 +191,39 @@ def math_pow(lw, args, sig, expr):
 
 @call_rules.register(pymath.hypot, np.hypot)
 def hypot(lw, args, sig, expr):
-    x, y = (math.AbsFOp(a).result for a in float_operands(args, sig, expr))
-    big = arith.MaximumFOp(x, y).result
-    small = arith.MinimumFOp(x, y).result
+    """hypot as libm computes it (correctly rounded nearly always): abs(z) of
+    complex numbers is this too, so log(abs(z)) near |z| = 1 depends on its
+    last bit. float32: the root of the sum of squares in float64, as glibc's
+    hypotf. float64: Borges' corrected fused algorithm ("An improved
+    algorithm for hypot(a, b)", 2019): the root of fma(x, x, y*y), less the
+    error of its square found with FMAs, with power-of-two scaling for huge
+    and tiny arguments. An infinite argument gives inf, even with a NaN."""
     ty = types.unliteral(sig.return_type)           # integer arguments give a float
-    safe = select(cmpf("OEQ", big, const(ty, 0.0)), const(ty, 1.0), big)
-    ratio = arith.DivFOp(small, safe).result
-    root = math.SqrtOp(arith.AddFOp(const(ty, 1.0), arith.MulFOp(ratio, ratio).result).result).result
-    result = arith.MulFOp(big, root).result
+    x, y = (math.AbsFOp(a).result for a in float_operands(args, sig, expr))
     inf = const(ty, float("inf"))
     is_inf = arith.OrIOp(cmpf("OEQ", x, inf), cmpf("OEQ", y, inf)).result
-    return select(is_inf, const(ty, float("inf")), result)
+    if ty == types.float32:
+        xd, yd = (cast(v, ty, types.float64) for v in (x, y))
+        root = math.SqrtOp(math.FmaOp(xd, xd, arith.MulFOp(yd, yd).result).result).result
+        return select(is_inf, inf, cast(root, types.float64, ty))
+    big = arith.MaximumFOp(x, y).result
+    small = arith.MinimumFOp(x, y).result
+    huge = cmpf("OGT", big, const(ty, 2.0 ** 500))
+    tiny = cmpf("OLT", big, const(ty, 2.0 ** -500))
+    scale = select(huge, const(ty, 2.0 ** -600), select(tiny, const(ty, 2.0 ** 600),
+                                                       const(ty, 1.0)))
+    x, y = arith.MulFOp(big, scale).result, arith.MulFOp(small, scale).result
+    h = math.SqrtOp(math.FmaOp(x, x, arith.MulFOp(y, y).result).result).result
+    h_sq, x_sq = arith.MulFOp(h, h).result, arith.MulFOp(x, x).result
+    delta = arith.SubFOp(
+        arith.AddFOp(math.FmaOp(arith.NegFOp(y).result, y, arith.SubFOp(h_sq, x_sq).result).result,
+                     math.FmaOp(h, h, arith.NegFOp(h_sq).result).result).result,
+        math.FmaOp(x, x, arith.NegFOp(x_sq).result).result).result
+    corrected = arith.SubFOp(h, arith.DivFOp(delta, arith.AddFOp(h, h).result).result).result
+    # h = 0 (both zero) has no correction (0/0); NaN arguments stay NaN
+    h = select(cmpf("OEQ", h, const(ty, 0.0)), h, corrected)
+    result = arith.DivFOp(h, scale).result
+    return select(is_inf, inf, result)
 
 
 def _predicate(test, int_value):

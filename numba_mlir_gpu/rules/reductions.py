@@ -22,7 +22,7 @@ from numba.core.typing import signature
 
 from .._mlir import arith, ir, scf
 from ..lowering.arrays import allocate, fill, load_element, shape_of, size_of, store_element
-from ..lowering.build import cmpf, cmpi, const, const_i64, const_index, select, to_i64
+from ..lowering.build import add_values, cmpf, cmpi, const, const_i64, const_index, select, to_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for, product
@@ -324,8 +324,7 @@ def _sum_along_axis(lw, array: ArrayValue, axis: int, result_ty: types.Array) ->
         if isinstance(source_ty, types.Boolean):      # stored as a byte
             element = arith.TruncIOp(ir.IntegerType.get_signless(1), element).result
         value = cast(element, source_ty, acc_ty)
-        return [(arith.AddFOp if isinstance(acc_ty, types.Float) else arith.AddIOp)(
-            accs[0], value).result]
+        return [add_values(accs[0], value)]
     reduce_along(array, axis, [out], step, "add")
     return out
 

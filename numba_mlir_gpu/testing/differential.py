@@ -60,6 +60,7 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 INTS = DTYPES[1:9]
 SIGNED = DTYPES[1:5]
 FLOATS = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")       # swept for the entries of COMPLEX_ENTRIES
 NUMERIC = DTYPES[1:]
 ENV_SWEEP = "NUMBA_MLIR_GPU_SWEEP"
 SEED = 20261125
@@ -67,7 +68,7 @@ LARGE = 2 ** 20 + 3       # more than one pass of any GPU grid the schedules use
 
 
 def kind_of(dtype: str) -> str:
-    return np.dtype(dtype).kind       # 'b', 'i', 'u', 'f'
+    return np.dtype(dtype).kind       # 'b', 'i', 'u', 'f', 'c'
 
 
 # --------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ class Tolerance:
     reason: str = ""
 
     def bound(self, dtype) -> float:
-        return self.f32 if np.dtype(dtype) == np.float32 else self.f64
+        return self.f32 if np.dtype(dtype) in (np.float32, np.complex64) else self.f64
 
 
 TOLERANCES = {
@@ -120,6 +121,16 @@ TOLERANCES = {
                      "sums are ordered differently: |ours - oracle| <= 8*n*eps*mean(x^2)"),
     "std": Tolerance("std", 1, 1, "std: the var bound B through the square root: "
                      "|ours - oracle| <= max(B / (2*std), sqrt(B))"),
+    # complex64/complex128 (COMPLEX_ENTRIES): parts compared one by one
+    "c_exact": Tolerance("exact", reason="complex + - neg conj == != isnan ...: computed part "
+                         "by part with IEEE operations, Numba's formulas: bit for bit"),
+    "c_norm": Tolerance("cnorm", 4, 4, "complex * / abs square: each part within 4 ulp of "
+                        "|oracle| (normwise: a part that cancels has no relative bound; the "
+                        "multiplications may contract to FMAs in GPU kernels; abs is our hypot, "
+                        "within an ulp of libm's)"),
+    "c_libm": Tolerance("cnorm", 8, 8, "complex exp log sqrt sin cos tan log10 log2 power: "
+                        "Numba's formulas over libm (or libdevice) functions, each within 4 "
+                        "ulp: each part within 8 ulp of |oracle|"),
 }
 
 
@@ -127,8 +138,18 @@ TOLERANCES = {
 # Values
 # --------------------------------------------------------------------------------------
 
+COMPLEX_PART_SPECIALS = (0.0, -0.0, 1.0, -1.5, 0.1, np.inf, -np.inf, np.nan, "tiny", "max",
+                         "subnormal")
+
+
 def specials(dtype: str) -> np.ndarray:
     dt = np.dtype(dtype)
+    if dt.kind == "c":          # every pair of a few float specials
+        fi = np.finfo(dt)
+        named = {"tiny": float(fi.tiny), "max": float(fi.max),
+                 "subnormal": float(fi.smallest_subnormal)}
+        parts = [named.get(v, v) if isinstance(v, str) else v for v in COMPLEX_PART_SPECIALS]
+        return np.array([complex(r, i) for r in parts for i in parts], dt)
     if dt.kind == "b":
         return np.array([False, True, True, False, True])
     if dt.kind in "iu":
@@ -157,6 +178,8 @@ def moderate(dtype: str, n: int, rng) -> np.ndarray:
         lo = -50 if info.min < 0 else 0
         return rng.integers(lo, 51, n).astype(dt)
     scale = 10.0 ** rng.integers(-3, 4)
+    if dt.kind == "c":
+        return ((rng.standard_normal(n) + 1j * rng.standard_normal(n)) * scale).astype(dt)
     return (rng.standard_normal(n) * scale).astype(dt)
 
 
@@ -302,6 +325,8 @@ class Entry:
     note: str = ""
 
     def oracle_for(self, dtype: str) -> str:
+        if kind_of(dtype) == "c":
+            return "numba"          # COMPLEX_REASON
         if isinstance(self.oracle, dict):
             return self.oracle.get(kind_of(dtype), self.oracle.get("*", "numpy"))
         return self.oracle
@@ -762,6 +787,43 @@ ENTRIES = build_entries()
 BY_NAME = {e.name: e for e in ENTRIES}
 
 
+COMPLEX_REASON = ("complex dtypes: Numba's results are the reference (CPython's division "
+                  "for `/`, its cmath functions); NumPy's complex loops follow C99 Annex G "
+                  "on infinities and NaNs, and NumPy sums in pairs")
+# The entries swept with complex64 and complex128 as well: name -> (tolerance, guard for
+# complex inputs)
+COMPLEX_ENTRIES = {
+    "np.exp": ("c_libm", None), "np.log": ("c_libm", None), "np.sqrt": ("c_libm", None),
+    "np.sin": ("c_libm", None), "np.cos": ("c_libm", None), "np.tan": ("c_libm", None),
+    "np.log10": ("c_libm", None), "np.log2": ("c_libm", None),
+    "np.isnan": ("c_exact", None), "np.isinf": ("c_exact", None),
+    "np.isfinite": ("c_exact", None), "np.abs": ("c_norm", None), "abs(a)": ("c_norm", None),
+    "np.negative": ("c_exact", None), "-a": ("c_exact", None), "np.square": ("c_norm", None),
+    "np.add": ("c_exact", None), "np.subtract": ("c_exact", None),
+    "np.multiply": ("c_norm", None), "np.divide": ("c_norm", None),
+    "np.equal": ("c_exact", None), "np.not_equal": ("c_exact", None),
+    "a + b": ("c_exact", None), "a - b": ("c_exact", None), "a * b": ("c_norm", None),
+    # not `a / b`: its array form is NumPy's division in ours (as in Numba's parallel=True),
+    # CPython's in Numba's serial njit, the oracle; they differ on infinities and NaNs
+    # (tests/test_complex.py checks both forms against their Numba counterparts)
+    "a == b": ("c_exact", None),
+    "a != b": ("c_exact", None),
+    "np.sum(a)": ("sum", None), "a.sum()": ("sum", None), "np.mean(a)": ("sum", None),
+    "np.prod(a)": ("prod", None), "prange s += a[i]": ("sum", None),
+    "prange s *= a[i]": ("prod", None),
+}
+assert set(COMPLEX_ENTRIES) <= set(BY_NAME), set(COMPLEX_ENTRIES) - set(BY_NAME)
+
+
+def complex_grid(mode: Optional[str] = None) -> list[tuple[str, str]]:
+    """The complex entries: with both dtypes in the full grid; in the sample, each
+    entry once, complex64 and complex128 alternating."""
+    mode = mode if mode is not None else os.environ.get(ENV_SWEEP, "sample")
+    if mode == "full":
+        return [(name, d) for name in COMPLEX_ENTRIES for d in COMPLEX]
+    return [(name, COMPLEX[i % 2]) for i, name in enumerate(COMPLEX_ENTRIES)]
+
+
 # --------------------------------------------------------------------------------------
 # Known unsupported constructs and documented differences
 # --------------------------------------------------------------------------------------
@@ -892,6 +954,8 @@ def compare(got, exp, tol: Tolerance, inputs=(), scalar=False) -> tuple[Optional
         return f"shape {g.shape} != {e.shape}", 0.0
     if not scalar and g.dtype != e.dtype:
         return f"dtype {g.dtype} != {e.dtype}", 0.0
+    if e.dtype.kind == "c":
+        return _compare_complex(g.astype(e.dtype), e, tol, inputs)
     if e.dtype.kind != "f":
         if g.dtype.kind == "f" and scalar:
             return (None, 0.0) if np.array_equal(g, e) else (f"{g} != {e}", 0.0)
@@ -907,7 +971,7 @@ def compare(got, exp, tol: Tolerance, inputs=(), scalar=False) -> tuple[Optional
             neq = ~((g == e) & (np.signbit(g) == np.signbit(e))) & ~(gn & en)
         bad |= neq
         worst = 0.0
-    elif tol.kind == "ulp":
+    elif tol.kind in ("ulp", "cnorm"):      # cnorm: a real result of complex inputs (abs)
         fin = ~gn & ~en
         with np.errstate(all="ignore"):
             same = (g == e) | (gn & en)
@@ -926,6 +990,44 @@ def compare(got, exp, tol: Tolerance, inputs=(), scalar=False) -> tuple[Optional
         bad |= ~same & (~fin | (ratio > tol.bound(e.dtype)))
     if bad.any():
         return _diff_message(g, e, np.flatnonzero(bad.ravel())), worst
+    return None, worst
+
+
+def _compare_complex(g, e, tol: Tolerance, inputs) -> tuple[Optional[str], float]:
+    """Complex results part by part: NaNs where the oracle has them, infinities and
+    (with "exact") zeros with their signs; finite parts within the bound, in units of
+    |oracle| ("cnorm": ulps of the modulus; sums and products: their bounds with the
+    moduli of the inputs)."""
+    part = np.float32 if e.dtype == np.complex64 else np.float64
+    # bounds in the precision of the inputs (Numba sums complex64 in complex64, also
+    # where the result is complex128)
+    single = part is np.float32 or any(np.asarray(x).dtype in (np.complex64, np.float32)
+                                       for x in inputs)
+    worst = 0.0
+    for name, get in (("real", np.real), ("imag", np.imag)):
+        gp, ep = get(g).astype(part), get(e).astype(part)
+        if tol.kind == "exact":
+            msg, w = compare(gp, ep, tol)
+        else:
+            modulus = np.abs(e.astype(np.complex128))
+            gn, en = np.isnan(gp), np.isnan(ep)
+            with np.errstate(all="ignore"):
+                same = (gp == ep) | (gn & en)
+                fin = np.isfinite(gp) & np.isfinite(ep) & np.isfinite(modulus)
+                if tol.kind == "cnorm":
+                    unit = np.spacing(modulus.astype(part)).astype(np.float64)
+                else:
+                    moduli = [np.abs(np.asarray(x)) for x in inputs if np.ndim(x) > 0]
+                    unit = _reduction_bound(
+                        tol, modulus.astype(np.float32 if single else np.float64), moduli)
+                err = np.abs(gp.astype(np.float64) - ep.astype(np.float64))
+                ratio = np.where(fin & ~same, err / np.maximum(unit, 1e-300), 0.0)
+            w = float(np.max(ratio)) if ratio.size else 0.0
+            bad = (gn != en) | (~same & (~fin | (ratio > tol.bound(e.dtype))))
+            msg = _diff_message(g, e, np.flatnonzero(np.ravel(bad))) if bad.any() else None
+        worst = max(worst, w)
+        if msg:
+            return f"{name} part: {msg}", worst
     return None, worst
 
 
@@ -1075,7 +1177,7 @@ DEVICE_LAYOUTS = ("c1", "a1", "f2", "a2", "c3")
 
 def _pyscalar(dtype, v):
     k = kind_of(dtype)
-    return bool(v) if k == "b" else int(v) if k in "iu" else float(v)
+    return bool(v) if k == "b" else int(v) if k in "iu" else complex(v) if k == "c" else float(v)
 
 
 class Runner:
@@ -1089,9 +1191,13 @@ class Runner:
         self.label = "-".join(dict.fromkeys(self.dtypes)) if isinstance(dtype, tuple) else dtype
         self.result = Result(entry.name, self.label, target)
         self.rng = np.random.default_rng([seed, zlib.crc32(entry.name.encode()),
-                                          DTYPES.index(self.dtype)])
+                                          (DTYPES + COMPLEX).index(self.dtype)])
         self.tol = TOLERANCES[entry.gpu_tol if target == "gpu" and entry.gpu_tol
                               else entry.tol]
+        self.guard = entry.guard
+        if kind_of(self.dtype) == "c":
+            tol, self.guard = COMPLEX_ENTRIES[entry.name]
+            self.tol = TOLERANCES[tol]
         self.oracle = entry.oracle_for(self.dtype)
         if len(set(self.dtypes)) > 1:
             self.oracle = "either"     # MIXED_REASON
@@ -1153,7 +1259,7 @@ class Runner:
         return out
 
     def _guard(self, form, arrays):
-        g = self.entry.guard
+        g = self.guard
         if g is None:
             return arrays
         if getattr(g, "per_variant", False):
@@ -1301,7 +1407,7 @@ class Runner:
         except Exception:
             self.result.counts["n/a"] += 1
             return
-        if odt.kind not in "biuf":
+        if odt.kind not in "biufc":
             self.result.counts["n/a"] += 1
             return
         state["array_fn"] = make_function(function_source(e, "array", state["variant"]), e.name)
@@ -1558,6 +1664,7 @@ def full_grid() -> list[tuple[str, object]]:
     for e in ENTRIES:
         for d in e.dtypes:
             params.append((e.name, d))
+        params += [(e.name, d) for d in COMPLEX if e.name in COMPLEX_ENTRIES]
         if e.mixed_dtypes:
             for d1, d2 in itertools.product(DTYPES, DTYPES):
                 if d1 != d2 and d1 in e.dtypes and d2 in e.dtypes:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..._mlir import arith, func, gpu, ir, memref, scf
+from ..._mlir import arith, complex_dialect, func, gpu, ir, memref, scf
 from ...lowering.build import (cmpi, const_index, load_value, memory_type, select, stack_copy,
                                store_value, value_buffer)
 from . import schedules
@@ -37,7 +37,7 @@ UNROLL = schedules.REDUCE_UNROLL
 
 BARRIER_MARKER = "_numba_mlir_gpu_barrier"
 
-_SLOT_BYTES = 8                        # widest scalar accumulator
+_SLOT_BYTES = 16                       # widest scalar accumulator (complex128)
 MAX_WARPS = 32                         # of a block that block_combine combines (1024 threads)
 
 
@@ -192,8 +192,13 @@ def _combine_all(reductions, a: list, b: list) -> list:
 
 
 def _shuffle_xor(value: ir.Value, offset: ir.Value, width: ir.Value) -> ir.Value:
-    """gpu.shuffle takes 32- and 64-bit values; narrower integers are widened."""
+    """gpu.shuffle takes 32- and 64-bit values; narrower integers are widened,
+    complex values shuffled part by part."""
     ty = value.type
+    if isinstance(ty, ir.ComplexType):
+        real, imag = (_shuffle_xor(part, offset, width) for part in (
+            complex_dialect.ReOp(value).result, complex_dialect.ImOp(value).result))
+        return complex_dialect.CreateOp(ty, real, imag).result
     narrow = isinstance(ty, ir.IntegerType) and ty.width < 32
     if narrow:
         value = arith.ExtUIOp(ir.IntegerType.get_signless(32), value).result
