@@ -25,6 +25,7 @@ from .._mlir import arith, ir, math
 from ..lowering.arrays import size_of
 from ..lowering.build import cmpf, cmpi, const, const_i64, select
 from ..lowering.casts import cast
+from ..lowering.errors import UnsupportedConstructError
 from ..lowering.operands import array_operand, call_operands
 from ..lowering.registry import call_rules
 from ..lowering.values import ArrayValue
@@ -36,7 +37,10 @@ _F64 = types.float64
 
 def _array(lw, args, sig, expr, name: str) -> ArrayValue:
     operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype", "out", "ddof"))
-    return array_operand(operands, f"np.{name}", expr)
+    array = array_operand(operands, f"np.{name}", expr)
+    if isinstance(array.type.dtype, types.Complex):
+        raise UnsupportedConstructError(f"np.{name} of an array of {array.type.dtype}", expr.loc)
+    return array
 
 
 def _ordered(v: ir.Value, dtype) -> ir.Value:
@@ -152,7 +156,7 @@ def _mean(lw, array: ArrayValue) -> ir.Value:
 
 def _variance(lw, args, sig, expr, name: str) -> ir.Value:
     operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype", "out", "ddof"))
-    array = array_operand(operands, f"np.{name}", expr)
+    array = _array(lw, args, sig, expr, name)
     ddof = cast(*operands["ddof"], types.int64) if "ddof" in operands else const_i64(0)
     mean = _mean(lw, array)
 
