@@ -19,6 +19,8 @@ module: a rule that needs another operation looks it up in the registries.
     scans         nonzero, cumsum, cumprod
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
+    random        np.random: seed, uniform/normal/exponential/randint/poisson draws
 """
 from . import (array_builders, arrays, builtins, elementwise, fancy, linalg,  # noqa: F401
                mathlib, npufuncs, reductions, scalars, scans, tuples, views)
+from . import random  # noqa: F401
