@@ -25,6 +25,7 @@ if two of them fall within a loop's length of each other (odds of about
 """
 from __future__ import annotations
 
+import random as pyrandom
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
@@ -200,23 +201,28 @@ def row_major(counters: list[ir.Value], extents: list[ir.Value]) -> ir.Value:
     return number
 
 
-# np.random's functions, and Python's random module's (all refused but the
+def _functions_of(module) -> frozenset:
+    return frozenset(
+        getattr(module, name) for name in dir(module)
+        if not name.startswith("_") and callable(getattr(module, name))
+        and hasattr(getattr(module, name), "__name__")
+        and not isinstance(getattr(module, name), type))
+
+
+# np.random's functions, and Python's random module's (refused but the
 # supported ones, which rules/random.py registers).
-RANDOM_CALLABLES = frozenset(
-    getattr(np.random, name) for name in dir(np.random)
-    if not name.startswith("_") and callable(getattr(np.random, name))
-    and hasattr(getattr(np.random, name), "__name__")
-    and not isinstance(getattr(np.random, name), type))
+RANDOM_CALLABLES = _functions_of(np.random)
+PYTHON_RANDOM_CALLABLES = _functions_of(pyrandom)
 
 
-def _is_draw(lw, stmt) -> bool:
+def _is_draw(typemap, stmt) -> bool:
     if not (isinstance(stmt, nir.Assign) and isinstance(stmt.value, nir.Expr)
             and stmt.value.op == "call"):
         return False
-    fnty = lw.typemap.get(stmt.value.func.name)
+    fnty = typemap.get(stmt.value.func.name)
     key = getattr(fnty, "typing_key", None)
     try:
-        return key in RANDOM_CALLABLES
+        return key in RANDOM_CALLABLES or key in PYTHON_RANDOM_CALLABLES
     except TypeError:       # unhashable key
         return False
 
@@ -228,9 +234,17 @@ def draws_in(lw, parfor: Parfor) -> bool:
         for stmt in blocks.pop().body:
             if isinstance(stmt, Parfor):
                 blocks += list(stmt.loop_body.values()) + [stmt.init_block]
-            elif _is_draw(lw, stmt):
+            elif _is_draw(lw.typemap, stmt):
                 return True
     return False
+
+
+def host_draws(func_ir, typemap) -> bool:
+    """Does the code outside the parfors of `func_ir` call np.random (or
+    Python's random)? Numba's lowering of such code would draw from Numba's
+    generator, not this one, so the host fallback must not take it."""
+    return any(_is_draw(typemap, stmt) for block in func_ir.blocks.values()
+               for stmt in block.body)
 
 
 def parfor_stream(lw, parfor: Parfor, trips: list[ir.Value]) -> Optional[LoopStream]:

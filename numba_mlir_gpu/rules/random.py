@@ -12,7 +12,6 @@ Python's `random` module) are refused by name.
 from __future__ import annotations
 
 import math
-import random as pyrandom
 
 import numpy as np
 from numba.core import types
@@ -24,8 +23,8 @@ from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for, product
 from ..lowering.philox import join_i64
-from ..lowering.random_streams import (RANDOM_CALLABLES, Draws, iteration, loop_stream,
-                                       seed)
+from ..lowering.random_streams import (PYTHON_RANDOM_CALLABLES, RANDOM_CALLABLES, Draws,
+                                       iteration, loop_stream, seed)
 from ..lowering.registry import call_rules
 from ..lowering.values import PyValue, TupleValue
 
@@ -420,7 +419,5 @@ _SUPPORTED = {np.random.seed, np.random.random, np.random.random_sample, np.rand
 for _function in RANDOM_CALLABLES - _SUPPORTED:
     call_rules.register(_function)(_refuse(f"np.random.{_function.__name__}"))
 
-for _name in dir(pyrandom):
-    _function = getattr(pyrandom, _name)
-    if not _name.startswith("_") and callable(_function) and not isinstance(_function, type):
-        call_rules.register(_function)(_refuse(f"random.{_name} (Python's random module)"))
+for _function in PYTHON_RANDOM_CALLABLES:
+    call_rules.register(_function)(_refuse(f"random.{_function.__name__} (Python's random module)"))
