@@ -519,12 +519,20 @@ def test_draws_the_keying_cannot_place_are_refused(fn, message):
 
 # -- GPU -----------------------------------------------------------------------
 
-def test_gpu_code_for_a_drawing_prange_body():
-    """Compile-only: the body's Philox rounds are in the kernel (32-bit
-    high multiplies), and the state stays on the host (the kernel gets the
-    key and the loop's base as parameters)."""
+@pytest.mark.parametrize("fn, args", [
+    (normal_prange, (N,)),
+    (draws_in_inner_loops, (3, 100, 50)),      # a block per iteration, or a thread
+    (array_draws_in_prange, (3, 100)),         # a chunk kernel (the body makes an array)
+    (summed_draws, (3, 100)),                  # a tree reduction
+    (randint_size, (100,)),                    # a filled array with a rejection loop
+    (poisson_size, (100, 3.0)),
+])
+def test_gpu_code_for_drawing_loops(fn, args):
+    """Compile-only: the Philox rounds are in the kernels (32-bit high
+    multiplies), and the state stays on the host (the kernels get the key
+    and the loop's base as parameters)."""
     from .test_codegen import all_ptx, compile_only, entries
-    ptx = all_ptx(compile_only(normal_prange, N))
-    assert len(entries(ptx)) == 1
+    ptx = all_ptx(compile_only(fn, *args))
+    assert entries(ptx)
     assert "mul.hi.u32" in ptx or "mul.wide.u32" in ptx
     assert "nmg_random_state" not in ptx

@@ -36,12 +36,16 @@ from numba.core import types
 from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, memref
-from ..runtime.random_state import COUNTER, KEY, STATE_SYMBOL
 from .build import const_i64, const_index, to_i64
 from .errors import UnsupportedConstructError
 from .philox import join_i64, philox4x32_10, split_i64
 
 _I64 = 64
+
+# The process-wide state (runtime/random_state.py: [key, counter]), an
+# external global of every module that draws, resolved by each engine.
+STATE_SYMBOL = "nmg_random_state"
+KEY, COUNTER = 0, 1
 
 
 def _i64() -> ir.Type:
