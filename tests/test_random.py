@@ -536,3 +536,67 @@ def test_gpu_code_for_drawing_loops(fn, args):
     assert entries(ptx)
     assert "mul.hi.u32" in ptx or "mul.wide.u32" in ptx
     assert "nmg_random_state" not in ptx
+
+
+# -- the host fallback and the on-disk cache --------------------------------------
+
+def fallback_with_drawing_loop(seed, n):
+    names = {"scale": 2.0}          # a dict: host code for Numba's lowering
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = np.random.random()
+    return out * names["scale"]
+
+
+def fallback_with_host_draw(n):
+    names = {"scale": 2.0}
+    return np.random.random() * names["scale"] + n
+
+
+def test_host_fallback_with_draws():
+    """A loop compiled alone for the fallback draws from the shared generator;
+    host code Numba would lower must not draw (Numba's own generator)."""
+    seed = ours(seed_only, "cpu")
+    fn = ours(fallback_with_drawing_loop, "cpu")
+    seed(6)
+    got = fn(6, 1000)
+    path = numba_mlir_gpu.inspect_path(fn)
+    assert path.path == "fallback" and [loop.path for loop in path.loops] == ["mlir"]
+    seed(6)
+    np.testing.assert_array_equal(got, 2.0 * ours(draw_only, "cpu")(1000))
+    with pytest.raises(UnsupportedConstructError):
+        ours(fallback_with_host_draw, "cpu")(1)
+
+
+CACHED = '''
+import numpy as np
+from numba import prange
+import numba_mlir_gpu
+
+@numba_mlir_gpu.njit(target="cpu", cache=True)
+def seeded(seed, n):
+    np.random.seed(seed)
+    out = np.empty(n)
+    for i in prange(n):
+        out[i] = np.random.random()
+    return out, np.random.random()
+'''
+
+CACHED_RUN = '''
+import json
+import cached_random
+from numba_mlir_gpu.compiler import jit
+out, after = cached_random.seeded(3, 5)
+print(json.dumps({"pipeline_runs": jit.PIPELINE_RUNS, "out": out.tolist(), "after": after}))
+'''
+
+
+def test_code_loaded_from_the_cache_finds_the_generator(tmp_path):
+    from .test_cache import run_in_new_process
+    (tmp_path / "cached_random.py").write_text(CACHED)
+    first = run_in_new_process(tmp_path, CACHED_RUN)
+    second = run_in_new_process(tmp_path, CACHED_RUN)
+    assert first["pipeline_runs"] >= 1 and second["pipeline_runs"] == 0
+    expected = [_unit(philox((k, 0, 0, 0), (3, 0))) for k in range(6)]
+    assert second["out"] == first["out"] == expected[:5]
+    assert second["after"] == first["after"] == expected[5]
