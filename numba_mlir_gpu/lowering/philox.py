@@ -6,7 +6,7 @@ A counter-based generator is a keyed bijection of a 128-bit counter: the
 block for counter c under key k depends on nothing else, so a draw can be
 computed wherever it is needed (a GPU thread, a CPU worker, host code) with
 no state to carry between draws. The same ops run on both targets, so a
-seeded program gives the same numbers on the CPU and on the GPU.
+seeded program draws the same blocks on the CPU and on the GPU.
 """
 from __future__ import annotations
 

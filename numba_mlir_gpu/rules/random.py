@@ -206,9 +206,6 @@ def _poisson(lw, draws: Draws, lam: ir.Value) -> ir.Value:
 
 # -- arguments ---------------------------------------------------------------
 
-_MISSING = object()
-
-
 def _arguments(lw, args: list, sig, expr, names: list[str]) -> dict:
     """name -> (value, Numba type) of the call's arguments, positional and
     keyword; omitted ones and None are left out."""
@@ -255,13 +252,13 @@ def _draw(lw, result_ty: types.Type, extents, element, loc):
 
     def body(indices):
         with iteration(lw, stream, indices, extents, in_slot=False):
-            value = element(Draws(lw, loc))
-            store_element(cast(value, result_ty.dtype, result_ty.dtype), array, indices)
+            store_element(element(Draws(lw, loc)), array, indices)
     parallel_for(lw, extents, body)
     return array
 
 
-def _sized(bound: dict, sig, loc):
+def _sized(bound: dict, loc) -> list | None:
+    """The extents of `size=`, or None for one value."""
     if "size" not in bound:
         return None
     return _extents(*bound["size"], loc)
@@ -288,7 +285,7 @@ def _uniform_unit(draws: Draws) -> ir.Value:
                      np.random.sample)
 def random_random(lw, args, sig, expr):
     bound = _arguments(lw, args, sig, expr, ["size"])
-    return _draw(lw, sig.return_type, _sized(bound, sig, expr.loc), _uniform_unit, expr.loc)
+    return _draw(lw, sig.return_type, _sized(bound, expr.loc), _uniform_unit, expr.loc)
 
 
 def _dimensions(lw, args, sig, expr):
@@ -324,7 +321,7 @@ def random_randn(lw, args, sig, expr):
 @call_rules.register(np.random.standard_normal)
 def random_standard_normal(lw, args, sig, expr):
     bound = _arguments(lw, args, sig, expr, ["size"])
-    return _draw(lw, sig.return_type, _sized(bound, sig, expr.loc),
+    return _draw(lw, sig.return_type, _sized(bound, expr.loc),
                  _normal_element(None, None), expr.loc)
 
 
@@ -333,7 +330,7 @@ def random_normal(lw, args, sig, expr):
     bound = _arguments(lw, args, sig, expr, ["loc", "scale", "size"])
     loc_value = _float_parameter(bound, "loc", 0.0)
     scale = _float_parameter(bound, "scale", 1.0)
-    return _draw(lw, sig.return_type, _sized(bound, sig, expr.loc),
+    return _draw(lw, sig.return_type, _sized(bound, expr.loc),
                  _normal_element(loc_value, scale), expr.loc)
 
 
@@ -346,7 +343,7 @@ def random_uniform(lw, args, sig, expr):
 
     def element(draws):
         return arith.AddFOp(low, arith.MulFOp(width, _uniform_unit(draws)).result).result
-    return _draw(lw, sig.return_type, _sized(bound, sig, expr.loc), element, expr.loc)
+    return _draw(lw, sig.return_type, _sized(bound, expr.loc), element, expr.loc)
 
 
 def _exponential(lw, args, sig, expr, names):
@@ -356,7 +353,7 @@ def _exponential(lw, args, sig, expr, names):
     def element(draws):
         minus_log = arith.NegFOp(_log_of_complement(_uniform_unit(draws))).result
         return arith.MulFOp(minus_log, scale).result
-    return _draw(lw, sig.return_type, _sized(bound, sig, expr.loc), element, expr.loc)
+    return _draw(lw, sig.return_type, _sized(bound, expr.loc), element, expr.loc)
 
 
 @call_rules.register(np.random.exponential)
@@ -385,7 +382,7 @@ def random_randint(lw, args, sig, expr):
 
     def element(draws):
         return cast(_randint(draws, low, high), types.int64, element_ty)
-    return _draw(lw, result_ty, _sized(bound, sig, expr.loc), element, expr.loc)
+    return _draw(lw, result_ty, _sized(bound, expr.loc), element, expr.loc)
 
 
 @call_rules.register(np.random.poisson)
@@ -397,7 +394,7 @@ def random_poisson(lw, args, sig, expr):
 
     def element(draws):
         return cast(_poisson(lw, draws, lam), types.int64, element_ty)
-    return _draw(lw, result_ty, _sized(bound, sig, expr.loc), element, expr.loc)
+    return _draw(lw, result_ty, _sized(bound, expr.loc), element, expr.loc)
 
 
 # -- everything else: refused by name ------------------------------------------

@@ -6,8 +6,9 @@ the stream counter, which every draw site advances (lowering/random_streams.py).
 Compiled modules declare an external global (lowering/random_streams.py's
 `STATE_SYMBOL`) and each engine resolves it to this buffer, so every
 function of every engine, on either target, shares one generator
-(`np.random.seed` in any of them re-keys them all). Resolved by name, never baked in as an address, so code
-loaded from Numba's on-disk cache finds the buffer of the process it runs in.
+(`np.random.seed` in any of them re-keys them all). Resolved by name, never
+baked in as an address, so code loaded from Numba's on-disk cache finds the
+buffer of the process it runs in.
 """
 from __future__ import annotations
 
