@@ -439,6 +439,22 @@ def test_poisson(target, fn, lam):
     _check_uncorrelated(sample.astype(np.float64))
 
 
+def poisson_rows_in_prange(n, lam):
+    out = np.empty((n, 4), np.int64)
+    for i in prange(n):
+        out[i, :] = np.random.poisson(lam, 4)
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lam", [3.0, 30.0])
+def test_poisson_arrays_inside_an_iteration(target, lam):
+    """Both algorithms in one scf.if, the draw number carried out of it."""
+    sample = ours(poisson_rows_in_prange, target)(N // 4, lam).ravel().astype(np.float64)
+    _check_moments(sample, lam, lam)
+    _check_uncorrelated(sample)
+
+
 def scalar_forms(seed):
     np.random.seed(seed)
     return (np.random.random(), np.random.rand(), np.random.randn(), np.random.normal(),

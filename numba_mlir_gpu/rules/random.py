@@ -58,10 +58,11 @@ def _standard_normal(words: list[ir.Value]) -> ir.Value:
     return arith.MulFOp(radius, mmath.CosOp(angle).result).result
 
 
-def _until(draws: Draws, result_types: list[ir.Type], trial) -> list[ir.Value]:
-    """Blocks until `trial(words) -> (accepted: i1, values)` accepts one; the
-    accepted values. The draw number is carried by the loop (scf.while)."""
-    start = draws.start()
+def _until(draws: Draws, start, result_types: list[ir.Type], trial) -> tuple[list, object]:
+    """Blocks from draw number `start` (None in host code) until
+    `trial(words) -> (accepted: i1, values)` accepts one: the accepted values
+    and the draw number after it. The draw number is carried by the loop
+    (scf.while), never stored inside it."""
     carried = [] if start is None else [start]
     initial = carried + [arith.ConstantOp(t, ir.IntegerAttr.get(t, 0) if isinstance(
         t, ir.IntegerType) else ir.FloatAttr.get(t, 0.0)).result for t in result_types]
@@ -77,10 +78,9 @@ def _until(draws: Draws, result_types: list[ir.Type], trial) -> list[ir.Value]:
     with ir.InsertionPoint(after):
         scf.YieldOp(list(after.arguments))
     results = list(loop.results)
-    if start is not None:
-        draws.finish(results[0])
-        results = results[1:]
-    return results
+    if start is None:
+        return results, None
+    return results[1:], results[0]
 
 
 def _randint(draws: Draws, low: ir.Value, high: ir.Value) -> ir.Value:
@@ -93,7 +93,9 @@ def _randint(draws: Draws, low: ir.Value, high: ir.Value) -> ir.Value:
     def trial(words):
         x = join_i64(words[0], words[1])
         return cmpi("uge", x, threshold), [arith.RemUIOp(x, n).result]
-    (offset,) = _until(draws, [ir.IntegerType.get_signless(64)], trial)
+    start = draws.start()
+    (offset,), end = _until(draws, start, [ir.IntegerType.get_signless(64)], trial)
+    draws.finish(end)
     return arith.AddIOp(low, offset).result
 
 
@@ -129,7 +131,7 @@ def _loggam(x: ir.Value) -> ir.Value:
     return loop.results[0]
 
 
-def _poisson_ptrs(draws: Draws, lam: ir.Value) -> ir.Value:
+def _poisson_ptrs(draws: Draws, start, lam: ir.Value) -> tuple[ir.Value, object]:
     """Hormann's transformed rejection with squeeze (PTRS), as NumPy's
     `random_poisson_ptrs`, for lam >= 10: two uniforms (one block) per trial."""
     i64 = ir.IntegerType.get_signless(64)
@@ -164,15 +166,16 @@ def _poisson_ptrs(draws: Draws, lam: ir.Value) -> ir.Value:
         slow = arith.AndIOp(arith.XOrIOp(refused, const(types.boolean, 1)).result,
                             cmpf("OLE", lhs, rhs)).result
         return arith.OrIOp(quick, slow).result, [arith.FPToSIOp(i64, safe_k).result]
-    return _until(draws, [i64], trial)[0]
+    (k,), end = _until(draws, start, [i64], trial)
+    return k, end
 
 
-def _poisson_inversion(draws: Draws, lam: ir.Value) -> ir.Value:
+def _poisson_inversion(draws: Draws, start, lam: ir.Value) -> tuple[ir.Value, object]:
     """Inversion for lam < 10: the smallest k whose cumulative probability
     passes one uniform (sequential search; at most 1000 steps, where the
     rounded sum could stop short of the uniform)."""
     i64 = ir.IntegerType.get_signless(64)
-    words = draws.next_block()
+    words, end = draws.block(start)
     u = _unit(words[0], words[1])
     p0 = mmath.ExpOp(arith.NegFOp(lam).result).result
     loop = scf.WhileOp([i64, p0.type, p0.type], [const_i64(0), p0, p0])
@@ -189,18 +192,24 @@ def _poisson_inversion(draws: Draws, lam: ir.Value) -> ir.Value:
         p1 = arith.MulFOp(p, arith.DivFOp(lam, arith.SIToFPOp(
             ir.F64Type.get(), k1).result).result).result
         scf.YieldOp([k1, p1, arith.AddFOp(cumulative, p1).result])
-    return loop.results[0]
+    return loop.results[0], end
 
 
 def _poisson(lw, draws: Draws, lam: ir.Value) -> ir.Value:
     code = lw.errors.code(ValueError, ("poisson(): lambda < 0",))
     lw.errors.raise_if(lw, cmpf("OLT", lam, _f64(0.0)), code)
     large = cmpf("OGE", lam, _f64(10.0))
-    branch = scf.IfOp(large, [ir.IntegerType.get_signless(64)], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([_poisson_ptrs(draws, lam)])
-    with ir.InsertionPoint(branch.else_block):
-        scf.YieldOp([_poisson_inversion(draws, lam)])
+    # the draw number after either branch is a result of the scf.if
+    start = draws.start()
+    i64 = ir.IntegerType.get_signless(64)
+    branch = scf.IfOp(large, [i64] * (1 if start is None else 2), has_else=True)
+    for block, method in ((branch.then_block, _poisson_ptrs),
+                          (branch.else_block, _poisson_inversion)):
+        with ir.InsertionPoint(block):
+            k, end = method(draws, start, lam)
+            scf.YieldOp([k] + ([] if start is None else [end]))
+    if start is not None:
+        draws.finish(branch.results[1])
     return branch.results[0]
 
 
