@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from .._libs import runtime_library
 from .._mlir import ExecutionEngine, gpu, ir, passmanager
 from ..lowering.errors import MLIRCompilationError
+from ..lowering.random_streams import STATE_SYMBOL
 from ..runtime.device import register_runtime
 from ..runtime.placement import place_memory
+from ..runtime.random_state import register_state
 
 # memref.alloc/dealloc call these (finalize-memref-to-llvm with generic
 # functions); each target defines them over its own allocator.
@@ -146,6 +148,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
         raise MLIRCompilationError(f"MLIR ExecutionEngine failed: {exc}") from None
     if gpu:
         register_runtime(engine)
+    register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear

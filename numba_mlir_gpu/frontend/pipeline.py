@@ -9,6 +9,7 @@ from numba.core.typed_passes import NoPythonBackend
 
 from ..compiler.driver import compile_state, takes_device_arrays
 from ..lowering.errors import UnsupportedConstructError
+from ..lowering.random_streams import host_draws
 from ..runtime.device_arrays import device_result_type
 from .fallback import (CompiledPath, FallbackFunction, HostLower, compile_loops,
                        fallback_allowed)
@@ -46,7 +47,8 @@ class MLIRLowering(LoweringPass):
         try:
             compiled = compile_state(state, typed_ir)
         except UnsupportedConstructError as exc:
-            if not fallback_allowed(state):
+            if not fallback_allowed(state) or host_draws(state.func_ir, state.typemap):
+                # (Numba's lowering of the host code would draw from its own generator)
                 raise
             compiled = FallbackFunction(compile_loops(state, typed_ir, _construct_and_line(exc)))
         else:

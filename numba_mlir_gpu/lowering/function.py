@@ -105,6 +105,7 @@ class FunctionLowerer:
         self.kernel_depth = parallel_depth      # > 0: the whole function runs in a kernel
         self.body_depth = 0                     # > 0: inside a loop body region
         self.cooperation = None                 # a block's threads share each iteration
+        self.random_stream = None               # np.random draws of a parallel iteration
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
         self.entry_block: Optional[ir.Block] = None

@@ -9,6 +9,8 @@ host stack slot.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from numba.core import ir as nir
 from numba.core import types
 from numba.parfors.parfor import Parfor
@@ -17,6 +19,7 @@ from .._mlir import arith, cf, ir, scf
 from ..lowering.build import cmpi, const_i64, select, to_i64, to_index
 from ..lowering.casts import cast
 from ..lowering.function import RegionBlocks, Scope
+from ..lowering.random_streams import iteration
 from ..lowering.types import is_scalar, scalar_type
 from .reduction import Reduction
 
@@ -42,6 +45,7 @@ class LoopNest:
     def __init__(self, lw, parfor: Parfor):
         self.vars = [nest.index_variable.name for nest in parfor.loop_nests]
         self.starts, self.steps, self.trips = [], [], []
+        self.random = None      # where the iterations' np.random draws come from
         for nest in parfor.loop_nests:
             start, stop, step = (_bound(lw, v) for v in (nest.start, nest.stop, nest.step))
             self.starts.append(start)
@@ -124,6 +128,7 @@ class BodyLowering:
         blocks = {label: region_op.regions[0].blocks.append() for label in labels}
         isolated = self.captured is not None
         scope = Scope(entry, parent=None if isolated else lw.scope)
+        draws = ExitStack()
         with ir.InsertionPoint(entry):
             for name, value in (self.captured or {}).items():
                 if name in self.positive:
@@ -139,6 +144,9 @@ class BodyLowering:
                 lw.bind_scalar(name, cast(value, types.int64, lw.typeof(name)), scope)
             for (name, _), acc in zip(variables, accumulators):
                 lw.bind_scalar(name, acc, scope)
+            # np.random draws keyed by this iteration (lowering/random_streams.py)
+            draws.enter_context(iteration(lw, self.nest.random, counters, self.nest.trips,
+                                          scope))
 
         def leave():
             scf.YieldOp([lw.load_slot(scope.slots[name], ty) for name, ty in variables])
@@ -148,7 +156,8 @@ class BodyLowering:
         lw.parallel_depth += 1
         lw.body_depth += 1
         try:
-            lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave))
+            with draws:
+                lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave))
         finally:
             lw.scope = outer
             lw.parallel_depth -= 1

@@ -21,6 +21,7 @@ from .._mlir import arith, ir, scf
 from ..lowering.build import const_i64, dim, to_i64
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import product, sequential_for
+from ..lowering.random_streams import parfor_stream
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
 from ..lowering.values import ArrayValue
@@ -105,6 +106,7 @@ def _lower_parfor(lw, parfor: Parfor, updates: list = ()) -> None:
 
 def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
     nest = LoopNest(lw, parfor)
+    nest.random = parfor_stream(lw, parfor, nest.trips)
     if lw.parallel_depth > 0:
         _lower_nested(lw, parfor, nest)
         return
