@@ -137,7 +137,7 @@ def test_gpu_array_reduction_is_one_block_per_chunk():
     from .test_codegen import all_ptx, compile_only
     ptx = all_ptx(compile_only(with_other_statements, np.ones(8, np.int32),
                                np.ones(8, np.int32), np.ones(8, np.int32)))
-    assert "bar.sync" in ptx
+    assert "barrier.sync" in ptx
     assert "malloc" not in ptx
 
 
@@ -277,7 +277,7 @@ def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():
                      (shaped_like_accumulator, (np.ones(4), np.ones(4))),
                      (strided_rows, (np.ones((4, 5)),))]:
         ptx = all_ptx(compile_only(fn, *args))
-        assert "bar.sync" in ptx and "malloc" not in ptx
+        assert "barrier.sync" in ptx and "malloc" not in ptx
 
 
 def size_depends_on_inner_loop(x):
@@ -422,7 +422,7 @@ def test_gpu_temporaries_in_loops_are_scratch_slots():
                      (prefix_sums, (np.ones(4),)),
                      (nonzero_per_row, (np.ones((4, 3)),))]:
         ptx = all_ptx(compile_only(fn, *args))
-        assert "bar.sync" in ptx and "malloc" not in ptx
+        assert "barrier.sync" in ptx and "malloc" not in ptx
 
 
 @pytest.mark.gpu
@@ -505,7 +505,7 @@ def test_gpu_prange_bodies_that_make_arrays_are_chunk_kernels():
     for fn, args in [(row_temporaries, (np.ones((4, 3)), np.zeros(4))),
                      (new_rows, (np.ones((4, 3)), np.zeros((4, 3))))]:
         ptx = all_ptx(compile_only(fn, *args))
-        assert "bar.sync" in ptx and "malloc" not in ptx
+        assert "barrier.sync" in ptx and "malloc" not in ptx
 
 
 # -- scalar reductions beside array reductions or temporaries -------------------------

@@ -188,7 +188,7 @@ def test_reduction_kernels_use_shuffles_and_shared_memory():
     ptx = all_ptx(compile_only(prange_reduction("+", np.float32), np.ones(16, np.float32)))
     assert len(entries(ptx)) == 1            # per-block partials; the host folds them
     assert "shfl.sync.bfly" in ptx           # warp butterflies
-    assert ".shared" in ptx and "bar.sync" in ptx   # the warps' values through shared memory
+    assert ".shared" in ptx and "barrier.sync" in ptx   # the warps' values through shared memory
     assert "atom" not in ptx                 # no atomics: same order every run
 
 
@@ -206,4 +206,4 @@ def test_functions_with_several_reduction_loops_compile():
 @pytest.mark.parametrize("op", ["+", "*", "min", "max"])
 def test_every_reduction_kind_compiles_to_ptx(op, dtype):
     ptx = all_ptx(compile_only(prange_reduction(op, dtype), np.ones(16, dtype)))
-    assert "shfl.sync.bfly" in ptx and "bar.sync" in ptx
+    assert "shfl.sync.bfly" in ptx and "barrier.sync" in ptx
