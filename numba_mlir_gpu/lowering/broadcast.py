@@ -7,6 +7,9 @@ from .arrays import load_element
 from .build import cmpi, const_index, dim, select
 from .values import ArrayValue
 
+# NumPy's broadcast_shapes message (np.where, np.clip, np.isclose, ... as Numba checks them)
+SHAPE_MISMATCH = "shape mismatch: objects cannot be broadcast to a single shape"
+
 BROADCAST_ERROR = "operands could not be broadcast together"
 
 

@@ -92,6 +92,11 @@ def dim(array: ir.Value, axis: int) -> ir.Value:
     return memref.DimOp(array, const_index(axis)).result
 
 
+def logical_not(flag: ir.Value) -> ir.Value:
+    """not of an i1."""
+    return arith.XOrIOp(flag, const(types.boolean, 1)).result
+
+
 def select(cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.SelectOp(cond, a, b).result
 

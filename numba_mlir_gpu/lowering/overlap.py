@@ -13,7 +13,7 @@ from numba.np.numpy_support import as_dtype
 
 from .._mlir import arith, ir, memref
 from .arrays import copy_array
-from .build import cmpi, const, const_index
+from .build import cmpi, const, const_index, logical_not
 from .values import ArrayValue
 
 OVERLAP_IN_KERNEL = ("numba-mlir-gpu: inside a GPU kernel, an array view cannot be assigned into "
@@ -64,7 +64,7 @@ def _partial_overlap(source: ArrayValue, dest: ArrayValue) -> ir.Value:
     """i1: the spans intersect and `source` is not laid out exactly as `dest`."""
     s, d = _Span(source), _Span(dest)
     intersect = arith.AndIOp(cmpi("slt", s.lo, d.hi), cmpi("slt", d.lo, s.hi)).result
-    nonempty = arith.AndIOp(_not(s.empty), _not(d.empty)).result
+    nonempty = arith.AndIOp(logical_not(s.empty), logical_not(d.empty)).result
     overlap = arith.AndIOp(intersect, nonempty).result
     same = cmpi("eq", s.start, d.start)
     if len(s.sizes) == len(d.sizes):
@@ -72,8 +72,4 @@ def _partial_overlap(source: ArrayValue, dest: ArrayValue) -> ir.Value:
             same = arith.AndIOp(same, cmpi("eq", a, b)).result
     else:
         same = const(types.boolean, 0)
-    return arith.AndIOp(overlap, _not(same)).result
-
-
-def _not(flag: ir.Value) -> ir.Value:
-    return arith.XOrIOp(flag, const(types.boolean, 1)).result
+    return arith.AndIOp(overlap, logical_not(same)).result

@@ -15,6 +15,12 @@ def is_scalar(ty: types.Type) -> bool:
     return isinstance(ty, SCALAR_TYPES)
 
 
+def element_type(ty: types.Type) -> types.Type:
+    """The element type of an array type, or the (unliteral) scalar type itself."""
+    ty = types.unliteral(ty)
+    return ty.dtype if isinstance(ty, types.Array) else ty
+
+
 def is_signed(ty: types.Type) -> bool:
     return isinstance(ty, types.Integer) and ty.signed
 

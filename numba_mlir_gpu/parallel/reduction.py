@@ -26,6 +26,14 @@ from ..lowering.types import scalar_type
 NAN_MAX, NAN_MIN = np.maximum, np.minimum
 
 
+def extreme_identity(dtype: types.Type, largest: bool):
+    """The start of a max (largest) or min fold: -inf/+inf or the integer limits."""
+    if isinstance(dtype, types.Float):
+        return float("-inf") if largest else float("inf")
+    info = np.iinfo(np.dtype(str(dtype)))
+    return info.min if largest else info.max
+
+
 @dataclass
 class Reduction:
     name: str

@@ -18,23 +18,20 @@ from numba.np.unsafe.ndarray import empty_inferred
 
 from ..lowering.argument_writes import called_object
 from ..lowering.arrays import allocate, copy_array, shape_of, store_element
-from ..lowering.broadcast import broadcast_element, broadcast_shape
+from ..lowering.broadcast import SHAPE_MISMATCH, broadcast_element, broadcast_shape
 from ..lowering.build import less_than, select
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.registry import call_rules, method_rules
+from ..lowering.types import element_type
 from ..lowering.values import ArrayValue
-
-
-# np.where's and np.clip's message (NumPy's broadcast_shapes), checked by Numba
-_SHAPE_MISMATCH = "shape mismatch: objects cannot be broadcast to a single shape"
 
 
 def _elementwise(lw, result_ty, operands: list, element) -> ArrayValue:
     """A new array of `result_ty`: element(values of the operands) at each index."""
     arrays = [v for v in operands if isinstance(v, ArrayValue)]
-    extents = broadcast_shape(lw, arrays, result_ty.ndim, _SHAPE_MISMATCH)
+    extents = broadcast_shape(lw, arrays, result_ty.ndim, SHAPE_MISMATCH)
     out = allocate(lw, result_ty, extents)
 
     def body(indices):
@@ -52,7 +49,7 @@ def numpy_where(lw, args, sig, expr):
         raise UnsupportedConstructError(
             f"np.where with {len(args)} argument(s) of {', '.join(map(str, sig.args))} "
             "(one array, or three with at least one array, are supported)", expr.loc)
-    cond_ty, x_ty, y_ty = (_element_type(t) for t in sig.args)
+    cond_ty, x_ty, y_ty = (element_type(t) for t in sig.args)
     dtype = result_ty.dtype
 
     def element(values):
@@ -84,7 +81,7 @@ def numpy_clip(lw, args, sig, expr):
         raise UnsupportedConstructError("np.clip other than np.clip(array, a_min, a_max)",
                                         expr.loc)
     result_ty = types.unliteral(sig.return_type)
-    bounds = [(_clip_operand(v, t), _element_type(t)) for v, t in zip(args[1:], sig.args[1:])]
+    bounds = [(_clip_operand(v, t), element_type(t)) for v, t in zip(args[1:], sig.args[1:])]
     if all(v is None for v, _ in bounds) or not isinstance(result_ty, types.Array):
         raise UnsupportedConstructError("np.clip without bounds", expr.loc)
     a_ty = args[0].type.dtype
@@ -103,11 +100,6 @@ def numpy_clip(lw, args, sig, expr):
             x = select(replace, b, x)
         return cast(x, common, result_ty.dtype)
     return _elementwise(lw, result_ty, operands, element)
-
-
-def _element_type(ty):
-    ty = types.unliteral(ty)
-    return ty.dtype if isinstance(ty, types.Array) else ty
 
 
 @call_rules.register(_as_layout_array_intrinsic, np.ascontiguousarray, np.asfortranarray)

@@ -14,20 +14,20 @@ from numba.core import types
 
 from .._mlir import arith, ir, math
 from ..lowering.arrays import allocate, store_element
-from ..lowering.broadcast import broadcast_element, broadcast_shape
-from ..lowering.build import cmpf, const, select
+from ..lowering.broadcast import SHAPE_MISMATCH, broadcast_element, broadcast_shape
+from ..lowering.build import cmpf, const, logical_not, select
 from ..lowering.calls import call_jitted, jitted_implementation
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.operands import call_operands
 from ..lowering.registry import call_rules
+from ..lowering.types import element_type
 from ..lowering.values import ArrayValue
 from ..parallel.folds import fold_box
 from ..parallel.reduction import Reduction
 
 _NAMES = ("a", "b", "rtol", "atol", "equal_nan")
-_SHAPE_MISMATCH = "shape mismatch: objects cannot be broadcast to a single shape"
 
 
 class _Closeness:
@@ -36,7 +36,7 @@ class _Closeness:
     def __init__(self, lw, args, sig, expr, name: str):
         operands = call_operands(lw, args, sig, expr, _NAMES)
         (self.a, a_ty), (self.b, b_ty) = operands["a"], operands["b"]
-        self.types = [_element_type(a_ty), _element_type(b_ty)]
+        self.types = [element_type(a_ty), element_type(b_ty)]
         common = lw.mlower.typingctx.unify_types(*self.types)
         if not isinstance(common, (types.Float, types.Integer, types.Boolean)):
             raise UnsupportedConstructError(f"{name} of {a_ty} and {b_ty}", expr.loc)
@@ -46,7 +46,7 @@ class _Closeness:
         self.atol = self._scalar(operands, "atol", 1e-08)
         equal_nan = operands.get("equal_nan")
         self.equal_nan = (truth(*equal_nan) if equal_nan is not None
-                          else arith.ConstantOp(ir.IntegerType.get_signless(1), 0).result)
+                          else const(types.boolean, 0))
         self.arrays = [v for v in (self.a, self.b) if isinstance(v, ArrayValue)]
 
     def _scalar(self, operands, name: str, default: float) -> ir.Value:
@@ -65,11 +65,6 @@ class _Closeness:
         return cmpf("OLE", diff, bound.result)
 
 
-def _element_type(ty):
-    ty = types.unliteral(ty)
-    return ty.dtype if isinstance(ty, types.Array) else ty
-
-
 def _is_inf(v: ir.Value, ty) -> ir.Value:
     return cmpf("OEQ", math.AbsFOp(v).result, const(ty, float("inf")))
 
@@ -80,10 +75,9 @@ def _isclose_item(c: _Closeness, x: ir.Value, y: ir.Value) -> ir.Value:
     x_inf, y_inf = _is_inf(x, ty), _is_inf(y, ty)
     zero = const(ty, 0.0)
     same_sign = arith.XOrIOp(cmpf("OGT", x, zero), cmpf("OGT", y, zero)).result
-    same_sign = arith.XOrIOp(same_sign, arith.ConstantOp(same_sign.type, 1).result).result
+    same_sign = logical_not(same_sign)
     result = c.within(x, y)
-    result = select(arith.OrIOp(x_inf, y_inf).result, arith.ConstantOp(result.type, 0).result,
-                    result)
+    result = select(arith.OrIOp(x_inf, y_inf).result, const(types.boolean, 0), result)
     result = select(arith.AndIOp(x_inf, y_inf).result, same_sign, result)
     return select(both_nan, c.equal_nan, result)
 
@@ -94,8 +88,7 @@ def _allclose_item(c: _Closeness, x: ir.Value, y: ir.Value) -> ir.Value:
     numbers = select(any_inf, cmpf("OEQ", x, y), c.within(x, y))
     both_nan = arith.AndIOp(x_nan, y_nan).result
     one_nan = arith.XOrIOp(x_nan, y_nan).result
-    false = arith.ConstantOp(x_nan.type, 0).result
-    return select(one_nan, false, select(both_nan, c.equal_nan, numbers))
+    return select(one_nan, const(types.boolean, 0), select(both_nan, c.equal_nan, numbers))
 
 
 def _scalars_only(args) -> bool:
@@ -114,7 +107,7 @@ def numpy_isclose(lw, args, sig, expr):
     c = _Closeness(lw, args, sig, expr, "np.isclose")
     result_ty = types.unliteral(sig.return_type)
     result_ty = types.Array(types.boolean, result_ty.ndim, "C")
-    extents = broadcast_shape(lw, c.arrays, result_ty.ndim, _SHAPE_MISMATCH)
+    extents = broadcast_shape(lw, c.arrays, result_ty.ndim, SHAPE_MISMATCH)
     out = allocate(lw, result_ty, extents)
 
     def body(indices):
@@ -129,7 +122,7 @@ def numpy_allclose(lw, args, sig, expr):
         return _numbas(lw, args, sig, expr)
     c = _Closeness(lw, args, sig, expr, "np.allclose")
     ndim = max(a.type.ndim for a in c.arrays)
-    extents = broadcast_shape(lw, c.arrays, ndim, _SHAPE_MISMATCH)
+    extents = broadcast_shape(lw, c.arrays, ndim, SHAPE_MISMATCH)
     # truth values folded as bytes: partials live in memory, which has no i1
     every = Reduction("all", types.uint8, min, 1)
     i8 = ir.IntegerType.get_signless(8)

@@ -30,24 +30,28 @@ from ..lowering.operands import array_operand, call_operands
 from ..lowering.registry import call_rules
 from ..lowering.values import ArrayValue
 from ..parallel.folds import fold_elements
-from ..parallel.reduction import Reduction
+from ..parallel.reduction import Reduction, extreme_identity
 
 _F64 = types.float64
 
 
-def _array(lw, args, sig, expr, name: str) -> ArrayValue:
+def _operands(lw, args, sig, expr, name: str) -> tuple[ArrayValue, dict]:
     operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype", "out", "ddof"))
     array = array_operand(operands, f"np.{name}", expr)
     if isinstance(array.type.dtype, types.Complex):
         raise UnsupportedConstructError(f"np.{name} of an array of {array.type.dtype}", expr.loc)
-    return array
+    return array, operands
+
+
+def _array(lw, args, sig, expr, name: str) -> ArrayValue:
+    return _operands(lw, args, sig, expr, name)[0]
 
 
 def _ordered(v: ir.Value, dtype) -> ir.Value:
     """i1: `v` is not NaN (always, for integers and booleans)."""
     if isinstance(dtype, types.Float):
         return cmpf("ORD", v, v)
-    return arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
+    return const(types.boolean, 1)
 
 
 # -- nansum / nanprod --------------------------------------------------------------
@@ -72,13 +76,6 @@ call_rules.register(np.nanprod)(_nan_fold("nanprod", operator.mul, 1))
 
 # -- nanmin / nanmax ---------------------------------------------------------------
 
-def _start(dtype, largest: bool):
-    if isinstance(dtype, types.Float):
-        return float("-inf") if largest else float("inf")
-    info = np.iinfo(np.dtype(str(dtype)))
-    return info.min if largest else info.max
-
-
 def _sign_bit(v: ir.Value, dtype: types.Float) -> ir.Value:
     """i64: 1 for a negative sign (-0.0 included), else 0."""
     bits = ir.IntegerType.get_signless(dtype.bitwidth)
@@ -100,7 +97,7 @@ def _nan_extreme(largest: bool):
         if not isinstance(dtype, types.Float):
             # booleans fold as bytes: partials live in memory, which has no i1
             work = types.uint8 if isinstance(dtype, types.Boolean) else dtype
-            best = Reduction(name, work, max if largest else min, _start(work, largest))
+            best = Reduction(name, work, max if largest else min, extreme_identity(work, largest))
             (result,) = fold_elements(lw, array, [best], lambda k, v, accs: [
                 best.combine(accs[0], cast(v, dtype, work))])
             return cast(result, work, result_ty)
@@ -110,7 +107,7 @@ def _nan_extreme(largest: bool):
 
 def _float_extreme(lw, array: ArrayValue, name: str, largest: bool) -> ir.Value:
     dtype = array.type.dtype
-    best = Reduction(name, dtype, max if largest else min, _start(dtype, largest))
+    best = Reduction(name, dtype, max if largest else min, extreme_identity(dtype, largest))
     seen = Reduction("seen", types.uint8, max, 0)
     last_zero = Reduction("last_zero", types.int64, max, -1)    # 2 * index + sign bit
 
@@ -155,8 +152,7 @@ def _mean(lw, array: ArrayValue) -> ir.Value:
 
 
 def _variance(lw, args, sig, expr, name: str) -> ir.Value:
-    operands = call_operands(lw, args, sig, expr, ("a", "axis", "dtype", "out", "ddof"))
-    array = _array(lw, args, sig, expr, name)
+    array, operands = _operands(lw, args, sig, expr, name)
     ddof = cast(*operands["ddof"], types.int64) if "ddof" in operands else const_i64(0)
     mean = _mean(lw, array)
 

@@ -33,15 +33,7 @@ from ..lowering.structured import extreme_beats, reduce_along
 from ..lowering.substitutes import sum_with_axis
 from ..lowering.values import ArrayValue, TupleValue
 from ..parallel.folds import fold_elements
-from ..parallel.reduction import NAN_MAX, NAN_MIN, Reduction
-
-
-def _extreme_identity(dtype, largest: bool):
-    """The start of a max (largest) or min fold: -inf/+inf or the integer limits."""
-    if isinstance(dtype, types.Float):
-        return float("-inf") if largest else float("inf")
-    info = np.iinfo(np.dtype(str(dtype)))
-    return info.min if largest else info.max
+from ..parallel.reduction import NAN_MAX, NAN_MIN, Reduction, extreme_identity
 
 
 def _comparable(array: ArrayValue):
@@ -80,7 +72,7 @@ def _whole_arg_extreme(lw, array: ArrayValue, largest: bool) -> ir.Value:
     lw.errors.raise_if(lw, cmpi("eq", n, const_i64(0)), lw.errors.code(
         ValueError, (f"attempt to get {name} of an empty sequence",)))
     op = max if largest else min
-    best = Reduction("extreme", dtype, op, _extreme_identity(dtype, largest))
+    best = Reduction("extreme", dtype, op, extreme_identity(dtype, largest))
     reductions = [best]
     floating = isinstance(dtype, types.Float)
     if floating:
@@ -118,7 +110,7 @@ def _axis_arg_extreme(lw, array: ArrayValue, axis, result_ty, largest: bool) -> 
     floating = isinstance(dtype, types.Float)
 
     def body(indices):
-        start = [const(dtype, _extreme_identity(dtype, largest)), const_i64(0),
+        start = [const(dtype, extreme_identity(dtype, largest)), const_i64(0),
                  const(types.boolean, 0)]
         loop = scf.ForOp(const_index(0), line.length, const_index(1), start)
         with ir.InsertionPoint(loop.body):
@@ -210,7 +202,7 @@ def _extreme(largest: bool):
             ValueError, (f"zero-size array to reduction operation {name} which has no identity",)))
         dtype, comparable = _comparable(array)
         best = Reduction(name, dtype, NAN_MAX if largest else NAN_MIN,
-                         _extreme_identity(dtype, largest))
+                         extreme_identity(dtype, largest))
         (result,) = fold_elements(lw, array, [best],
                                   lambda k, v, accs: [best.combine(accs[0], comparable(v))])
         return cast(result, dtype, types.unliteral(sig.return_type))

@@ -22,7 +22,7 @@ from numba.core import types
 
 from .._mlir import arith, ir, scf
 from ..lowering.arrays import allocate, copy_array, load_element, size_of, store_element
-from ..lowering.build import cmpf, cmpi, const_index, select, to_i64, to_index
+from ..lowering.build import cmpf, cmpi, const_index, logical_not, select, to_i64, to_index
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.indexing import ADVANCED
@@ -89,7 +89,7 @@ def _merge_level(lw, n, width, keys, out_keys, indices, out_indices) -> None:
         own_start = select(left, start, mid)
         in_left = _count_before(keys, other_lo, other_hi, lambda x: _before(x, key, dtype))
         in_right = _count_before(keys, other_lo, other_hi,
-                                 lambda x: arith.XOrIOp(_before(key, x, dtype), _true()).result)
+                                 lambda x: logical_not(_before(key, x, dtype)))
         passed = arith.SubIOp(select(left, in_left, in_right), other_lo).result
         place = arith.AddIOp(arith.AddIOp(start, arith.SubIOp(k, own_start).result).result,
                              passed).result
@@ -97,10 +97,6 @@ def _merge_level(lw, n, width, keys, out_keys, indices, out_indices) -> None:
         if indices is not None:
             store_element(load_element(indices, [k]), out_indices, [place])
     parallel_for(lw, [n], body)
-
-
-def _true() -> ir.Value:
-    return arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
 
 
 def _merge_sort(lw, array: ArrayValue, with_indices: bool):
@@ -144,7 +140,7 @@ def _merge_sort(lw, array: ArrayValue, with_indices: bool):
     return result(keys), indices and result(indices)
 
 
-def _kind(lw, expr, args, position: int) -> None:
+def _kind(lw, expr, position: int) -> None:
     names = dict(expr.kws)
     var = names.get("kind", expr.args[position] if len(expr.args) > position else None)
     if var is None:
@@ -157,7 +153,7 @@ def _kind(lw, expr, args, position: int) -> None:
 @call_rules.register(np.sort)
 def numpy_sort(lw, args, sig, expr):
     array = _sortable(args[0], "np.sort", expr)
-    _kind(lw, expr, args, 2)
+    _kind(lw, expr, 2)
     keys, _ = _merge_sort(lw, array, with_indices=False)
     return keys
 
@@ -174,7 +170,7 @@ def array_sort(lw, args, sig, expr):
 @call_rules.register(np.argsort)
 def numpy_argsort(lw, args, sig, expr):
     array = _sortable(args[0], "np.argsort", expr)
-    _kind(lw, expr, args, 1)
+    _kind(lw, expr, 1)
     _, indices = _merge_sort(lw, array, with_indices=True)
     return indices
 
@@ -182,7 +178,7 @@ def numpy_argsort(lw, args, sig, expr):
 @method_rules.register((types.Array, "argsort"))
 def array_argsort(lw, args, sig, expr):
     array = _sortable(args[0], ".argsort()", expr)
-    _kind(lw, expr, args, 0)
+    _kind(lw, expr, 0)
     _, indices = _merge_sort(lw, array, with_indices=True)
     return indices
 
@@ -208,7 +204,7 @@ def numpy_unique(lw, args, sig, expr):
             both_nan = arith.AndIOp(cmpf("UNO", current, current),
                                     cmpf("UNO", previous, previous)).result
             differs = arith.AndIOp(cmpf("UNE", current, previous),
-                                   arith.XOrIOp(both_nan, _true()).result).result
+                                   logical_not(both_nan)).result
         else:
             differs = cmpi("ne", current, previous)
         store_element(arith.OrIOp(cmpi("eq", k, const_index(0)), differs).result, keep, [k])
