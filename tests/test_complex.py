@@ -556,21 +556,3 @@ def test_sweep(param, target):
     result = D.run_param(param, target)
     assert result.ok, result.report()
     assert result.cases, f"{D.param_id(param)}: no case ran"
-
-
-def _complex_sum(z):
-    s = 0j
-    for i in prange(z.shape[0]):
-        s += z[i]
-    return s
-
-
-@pytest.mark.gpu
-def test_complex_arrays_and_kernels_are_refused_on_a_gpu():
-    """Every GPU run of the array and prange tests above segfaulted (H200,
-    2026-11-26): refused there until fixed (compiler/driver.py); with the
-    fallback on, Numba runs the function on the CPU."""
-    z = np.arange(5) + 1j
-    with pytest.raises(UnsupportedConstructError, match="complex"):
-        numba_mlir_gpu.njit(target="gpu", fallback=False)(_complex_sum)(z)
-    assert numba_mlir_gpu.njit(target="gpu")(_complex_sum)(z) == _complex_sum(z)

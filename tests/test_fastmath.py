@@ -52,6 +52,22 @@ def test_kernel_arithmetic_follows_the_flags(monkeypatch, fastmath, fma, expecte
     assert expected <= found and not absent & found, found
 
 
+def complex_products(z, w, out):
+    for i in prange(z.shape[0]):
+        out[i] = z[i] * w[i] + z[i] / w[i]
+
+
+@pytest.mark.parametrize("fastmath, fused", [(False, False), (True, True)])
+def test_complex_arithmetic_is_not_contracted_unless_fastmath(fastmath, fused):
+    """Numba computes ar*br - ai*bi with two roundings; an FMA there turns
+    inf - inf into -inf instead of NaN and leaves z * conj(z) an imaginary
+    part, so complex arithmetic keeps them apart unless fastmath asks."""
+    c = numba.complex128[::1]
+    found = instructions(ptx_of(complex_products, fastmath, (c, c, c)))
+    assert ("fma.rn.f64" in found) == fused, found
+    assert "mul.rn.f64" in found or fused
+
+
 @pytest.mark.parametrize("fastmath, sqrt", [(False, "sqrt.rn.f32"), (True, "sqrt.approx.f32"),
                                             ({"contract"}, "sqrt.rn.f32")])
 def test_kernel_sqrt_is_ieee_unless_approximate_functions_are_allowed(fastmath, sqrt):

@@ -231,3 +231,22 @@ def test_arguments_are_copied_back_only_when_written():
     assert entry.count("call @nmg_memcpy") == 1           # in only
     entry = placed(write_through_reshape, np.ones(8)).split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
     assert entry.count("call @nmg_memcpy") == 2           # in, and back through the view
+
+
+def copy_complex(x):
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = x[i] * 2
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_bug_copies_into_over_aligned_allocations_go_through_the_driver(dtype):
+    """Complex allocations are aligned by hand (ptrtoint, add, urem, sub,
+    inttoptr); the argument's copy into its device mirror was left a host
+    memcpy into device memory, which segfaulted on the H200."""
+    host = placed(copy_complex, np.ones(8, dtype))
+    entry = host.split("llvm.func @_mlir_memref_to_llvm_alloc")[0]
+    assert "llvm.urem" in entry                 # the hand alignment is there
+    assert "llvm.intr.memcpy" not in entry
+    assert entry.count("call @nmg_memcpy") == 1     # x in; out is managed, read by the caller

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from numba.core import config as numba_config
-from numba.core import types
 
 from .. import parallel, rules  # noqa: F401  (register the parfor statement and the rules)
 from .._mlir import ir
 from ..lowering import ModuleLowering
-from ..lowering.errors import MLIRCompilationError, UnsupportedConstructError
+from ..lowering.errors import MLIRCompilationError
 from ..lowering.fastmath import apply_fastmath, fastmath_flags
 from ..lowering.types import flat_types
 from ..lowering.values import ReturnPlan
@@ -73,50 +72,7 @@ def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
     return passes.options_from_env(passes.GPUOptions(format="isa"))
 
 
-def _refuse_complex_on_a_gpu(state, choice: TargetChoice) -> None:
-    """Complex arrays, and complex values inside parallel loops, are refused
-    where kernels run on a GPU: those GPU runs of tests/test_complex.py
-    (H200, 2026-11-26) ended in segmentation faults, cause not found yet
-    (complex scalars in host code passed; the CPU target and compile-only
-    PTX pass). With the fallback on, Numba runs the function on the CPU."""
-    if choice.name != "gpu":
-        return
-    typemap = state.typemap
-    found = [(var, ty) for var, ty in typemap.items()
-             if isinstance(ty, types.Array) and _has_complex(ty)]
-    found += [(var.name, typemap[var.name]) for var in _parfor_variables(state.func_ir.blocks)
-              if _has_complex(typemap.get(var.name))]
-    if found:
-        var, ty = found[0]
-        raise UnsupportedConstructError(
-            f"complex arrays and complex values in parallel loops on the GPU target ('{var}' "
-            "is {ty}: they crash there, not yet fixed; use target='cpu')".format(ty=ty),
-            state.func_ir.loc)
-
-
-def _parfor_variables(blocks: dict):
-    from numba.parfors.parfor import Parfor
-    for block in blocks.values():
-        for stmt in block.body:
-            if isinstance(stmt, Parfor):
-                for inner in stmt.loop_body.values():
-                    for inner_stmt in inner.body:
-                        yield from inner_stmt.list_vars()
-                yield from _parfor_variables(stmt.loop_body)
-
-
-def _has_complex(ty) -> bool:
-    if isinstance(ty, types.Complex):
-        return True
-    if isinstance(ty, types.Array):
-        return isinstance(ty.dtype, types.Complex)
-    if isinstance(ty, types.BaseTuple):
-        return any(_has_complex(t) for t in ty.types)
-    return False
-
-
 def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
-    _refuse_complex_on_a_gpu(state, choice)
     context = ir.Context()
     with context, ir.Location.unknown():
         module = ir.Module.create()

@@ -211,12 +211,34 @@ def contract_in_kernels(module) -> None:
     multiplications inside GPU modules, added to the flags they have: the
     NVPTX backend then fuses `a * b + c` into one FMA (one rounding instead
     of two), as nvcc and NVRTC do unless told not to."""
+    on_parts = _computed_from_complex_parts(module)
     for op in _ops(module, lambda op: op.name in _CONTRACTIBLE and _inside(op, "gpu.module")):
+        if op.results[0] in on_parts:
+            continue
         text = str(op.attributes["fastmath"]) if "fastmath" in op.attributes else ""
         flags = set(text[text.find("<") + 1:text.rfind(">")].split(",")) - {"", "none"}
         if not flags & {"fast", "contract"}:
             op.attributes["fastmath"] = ir.Attribute.parse(
                 f"#arith.fastmath<{','.join(sorted(flags | {'contract'}))}>")
+
+
+def _computed_from_complex_parts(module) -> set:
+    """The values computed (through arithmetic) from the parts of complex
+    numbers. Complex arithmetic is left uncontracted, as Numba computes it:
+    an FMA in `ar*br - ai*bi` turns inf - inf into -inf instead of NaN and
+    makes `z * z.conjugate()` leave an imaginary part."""
+    found = set()
+    work = [op.results[0] for op in _ops(module, lambda op: op.name in ("complex.re", "complex.im"))]
+    while work:
+        value = work.pop()
+        if value in found:
+            continue
+        found.add(value)
+        for use in value.uses:
+            owner = use.owner
+            if owner.name.startswith(("arith.", "math.")):
+                work.extend(owner.results)
+    return found
 
 
 def _ops(module, wanted) -> list:

@@ -194,8 +194,10 @@ def _from_allocation(value, depth: int = 0) -> bool:
     op = owner.operation
     if op.name == "llvm.call":
         return (callee(op) or "").startswith(("nmg_alloc", _ALLOC))
-    if op.name in ("llvm.getelementptr", "llvm.bitcast", "llvm.extractvalue",
-                   "llvm.insertvalue", "llvm.inttoptr", "llvm.ptrtoint", "llvm.add"):
+    # The same ops _classify follows: an over-aligned allocation (complex
+    # elements) reaches its copies through ptrtoint/add/urem/sub/inttoptr,
+    # and a copy missed here stays a host memcpy into device memory.
+    if op.name in _CARRY or op.name == "llvm.extractvalue":
         return any(_from_allocation(v, depth + 1) for v in op.operands)
     return False
 
