@@ -299,7 +299,12 @@ def test_prange_bodies(dtype, target):
     # sums of terms of about 10 cancel: an absolute tolerance
     atol = 1e-5 if dtype == np.complex64 else 1e-13
     check(prange_body, x, y, target=target, atol=atol)
-    check(prange_functions, x, target=target, ulps=16, rtol=atol, atol=atol)
+    # exp, log, sqrt and ** are libm's (libdevice's in kernels), each a few ulp
+    # from Numba's; their terms reach |x|**3 and exp(x.real) and cancel in the
+    # sum: a few ulp of the largest term, absolute
+    largest = max(np.abs(x.astype(np.complex128)).max() ** 3, np.exp(x.real.max()))
+    atol_functions = max(atol, 16 * np.finfo(x.real.dtype).eps * largest)
+    check(prange_functions, x, target=target, ulps=16, rtol=atol, atol=atol_functions)
     check(writes_in_place, x, target=target)
 
 
@@ -556,3 +561,22 @@ def test_sweep(param, target):
     result = D.run_param(param, target)
     assert result.ok, result.report()
     assert result.cases, f"{D.param_id(param)}: no case ran"
+
+
+def test_sweep_tolerates_only_what_is_explained():
+    """The complex log's real part is log|z|: an ulp of |z| moves it by eps
+    absolute (tolerated near |z| = 1, where it is small), more is not; the
+    signs of infinities Numba copies from NaNs are documented for the
+    functions that do so, other sign differences are not."""
+    tol = D.TOLERANCES["c_log"]
+    near_one = np.array([0.008713619184835732 - 0.0345j])
+    one_eps = near_one + np.finfo(np.float64).eps
+    assert D._compare_complex(one_eps, near_one, tol, [near_one])[0] is None
+    assert D._compare_complex(one_eps, near_one, D.TOLERANCES["c_libm"], [near_one])[0]
+    assert D._compare_complex(near_one + 1e-14, near_one, tol, [near_one])[0]
+    signs = "[0] ours np.complex64(inf+infj) expected np.complex64(-inf-infj)"
+    values = "[0] ours np.complex64(inf+infj) expected np.complex64(1+infj)"
+    cos = D._match(D.DOCUMENTED, "np.cos", "complex64", "array c1", signs)
+    assert cos is not None and "NaN" in cos[4]
+    assert D._match(D.DOCUMENTED, "np.cos", "complex64", "array c1", values) is None
+    assert D._match(D.DOCUMENTED, "np.sqrt", "complex64", "array c1", signs) is None
