@@ -245,3 +245,17 @@ def test_njit_decorator_forms_give_the_shortcut_dispatcher():
     assert isinstance(numba_mlir_gpu.njit(cache=False)(scaled_rows), DeviceArrayDispatcher)
     fn = numba_mlir_gpu.njit(target="cpu")(scaled_rows)
     assert fn(2.0, np.ones(3)) == 6.0 and fn(np.float32(2), np.ones(4)) == 8.0
+
+
+def builders_with_keywords(a, n):
+    return (np.full(n, fill_value=2.5), np.full(shape=(2, n), fill_value=7),
+            np.full(n, 2.5, dtype=np.int32), np.full_like(a, fill_value=3),
+            np.zeros(shape=n), np.clip(a, a_min=1.5, a_max=4.0), np.round(a / 7, decimals=2))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_array_builders_take_keyword_arguments(target):
+    """np.full(n, fill_value=x) read a second positional argument that was
+    not there (an IndexError inside the lowering): keyword arguments now
+    reach the rules in parameter order."""
+    check(builders_with_keywords, np.arange(6.0), 4, target=target)

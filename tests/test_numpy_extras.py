@@ -245,3 +245,17 @@ def test_scans_on_the_gpu_are_kernels():
     device = DeviceArrayType(numba.float64, 1, "C")
     for fn in (cumsum, nonzero):
         numba_mlir_gpu.njit(target="compile-only")(fn).compile((device,))
+
+
+def averages(a, w):
+    return (np.average(a), np.average(a, weights=w), np.average(a, None, w),
+            np.interp(2.5, xp=a, fp=w), np.searchsorted(a, 2.0, side="right"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bug_overloads_are_chosen_as_numba_typed_the_call(target):
+    """Numba's @overloads are typed with the arguments the call gives (keywords
+    as keywords); given the omitted ones as Omitted types, np.average took
+    `axis` for given and lowered its "axis is not supported" implementation."""
+    a = np.array([0.5, 1.0, 2.0, 3.5, 4.0])
+    check(averages, a, a[::-1] + 1.0, target=target)

@@ -38,19 +38,29 @@ def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
     else:
         return None
     # The call's signature lists omitted arguments (`side` of
-    # np.searchsorted(a, v)) as Omitted types, which an @overload's typing
-    # function may not accept: it was typed without them.
+    # np.searchsorted(a, v)) as Omitted types, but Numba typed the call
+    # without them: an @overload's typing function may not accept them, or
+    # take them for given ones (np.average's `axis is not None` picked its
+    # "axis not supported" implementation), so the call as typed comes first.
+    # Keyword arguments are given to the typing function as keywords, as
+    # Numba typed them (the signature has them folded in parameter order).
     given = list(args)
     while given and isinstance(given[-1], types.Omitted):
         given.pop()
-    omitted = tuple(args[len(given):])
+    attempts = [(tuple(given), {}, tuple(args[len(given):])), (tuple(args), {}, ())]
+    if len(given) == len(args):
+        attempts.pop()
+    if expr.kws:
+        positional = len(expr.args) + len(args) - len(sig.args)      # + the receiver
+        keywords = {name: lw.typeof(var.name) for name, var in expr.kws}
+        attempts.insert(0, (tuple(args[:positional]), keywords, tuple(args[positional:])))
     for template_cls in candidates:
         if not hasattr(template_cls, "_get_impl"):
             continue
-        for tried, rest in ((tuple(args), ()), (tuple(given), omitted))[:2 if omitted else 1]:
+        for tried, keywords, rest in attempts:
             try:
                 dispatcher_type, impl_args = template_cls(lw.mlower.typingctx)._get_impl(
-                    tried, {})
+                    tried, keywords)
             except Exception:    # noqa: BLE001  (not this template's signature)
                 continue
             if dispatcher_type is None:

@@ -16,7 +16,7 @@ from .errors import UnsupportedConstructError
 from .indexing import load_item, static_index
 from .registry import expr_rules, inplace_array_rules
 from .types import is_fortran, is_scalar, strided_memref_type
-from .values import ArrayValue, FlatValue, IterPair, TupleValue
+from .values import ArrayValue, FlatValue, IterPair, PyValue, TupleValue
 
 
 def _result(lw, value, fromty, target):
@@ -70,8 +70,28 @@ def lower_call(lw, expr, target):
         args.append(lw.read_as(var, want))
     if expr.vararg is not None:
         args += _star_arguments(lw, expr, sig, len(args))
+    elif expr.kws and isinstance(callee, PyValue):
+        args += _keyword_arguments(lw, expr, sig, len(args))
     result = lw.call(callee, args, sig, expr)
     return _result(lw, result, sig.return_type, target)
+
+
+def _keyword_arguments(lw, expr, sig, first: int) -> list:
+    """`np.full(n, fill_value=x)`: the keyword arguments that follow the
+    positional ones in the parameter order Numba's typing folded them into
+    (`sig.pysig`), as further positional arguments; the rules take their
+    arguments by position. Stops at the first parameter left to its default
+    (the rules see the keywords in `expr.kws`)."""
+    pysig = getattr(sig, "pysig", None)
+    if pysig is None:
+        return []
+    given = dict(expr.kws)
+    folded = []
+    for name in list(pysig.parameters)[first:]:
+        if name not in given or first + len(folded) >= len(sig.args):
+            break
+        folded.append(lw.read_as(given[name], sig.args[first + len(folded)]))
+    return folded
 
 
 def _star_arguments(lw, expr, sig, first: int) -> list:

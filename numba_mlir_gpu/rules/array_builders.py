@@ -77,7 +77,7 @@ def _clip_operand(value, ty):
 def numpy_clip(lw, args, sig, expr):
     """np.clip(a, a_min, a_max) as Numba: min(max(a, a_min), a_max) with
     Python's min/max (a NaN in `a` is kept, a NaN bound is ignored)."""
-    if len(args) > 3 or expr.kws or not isinstance(args[0], ArrayValue):
+    if len(args) != 3 or not isinstance(args[0], ArrayValue):
         raise UnsupportedConstructError("np.clip other than np.clip(array, a_min, a_max)",
                                         expr.loc)
     result_ty = types.unliteral(sig.return_type)
