@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import numba
 import numpy as np
@@ -14,8 +15,11 @@ import numba_mlir_gpu
 TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
 
 
-def ours(pyfunc, target: str):
-    return numba_mlir_gpu.njit(target=target)(pyfunc)
+def ours(pyfunc, target: str, fallback: bool = False):
+    """Our njit, by default with the host fallback off: a construct our
+    lowering lacks fails the test instead of passing through Numba's own
+    lowering (the fallback's own tests turn it on)."""
+    return numba_mlir_gpu.njit(target=target, fallback=fallback)(pyfunc)
 
 
 def assert_same(got, expected, ulps: int = 4, rtol: float | None = None, path="result"):
@@ -59,15 +63,31 @@ def assert_same_layout(got, expected, path="result"):
         assert layout[0] == layout[1], f"{path}: (C, F)-contiguous {layout[0]} != {layout[1]}"
 
 
+_DISPATCHERS: dict = {}
+
+
+def _dispatcher(pyfunc, target: str, parallel: bool = False, fallback: bool = False):
+    """One dispatcher per function, target and environment for the session:
+    tests call `check` many times with one function and the same argument
+    types (lists of values, hypothesis examples), which would otherwise
+    compile it again each time."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA")))
+    key = (pyfunc, target, parallel, fallback, env)
+    if key not in _DISPATCHERS:
+        _DISPATCHERS[key] = (numba.njit(parallel=parallel)(pyfunc) if target == "numba"
+                             else ours(pyfunc, target, fallback))
+    return _DISPATCHERS[key]
+
+
 def check(pyfunc, *args, target: str = "cpu", ulps: int = 4, rtol: float | None = None,
-          layout: bool = False, parallel_reference: bool = False):
+          layout: bool = False, parallel_reference: bool = False, fallback: bool = False):
     """Run `pyfunc` through Numba's njit (with `parallel_reference`, njit's
     parallel=True, for code only it compiles) and through ours on copies of
     the arguments; compare results (with `layout`, also their memory order)
     and the arguments afterwards (in-place writes)."""
     ref_args, our_args = copy.deepcopy(args), copy.deepcopy(args)
-    expected = numba.njit(parallel=parallel_reference)(pyfunc)(*ref_args)
-    got = ours(pyfunc, target)(*our_args)
+    expected = _dispatcher(pyfunc, "numba", parallel_reference)(*ref_args)
+    got = _dispatcher(pyfunc, target, fallback=fallback)(*our_args)
     assert_same(got, expected, ulps, rtol)
     if layout:
         assert_same_layout(got, expected)

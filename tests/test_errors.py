@@ -56,7 +56,7 @@ def test_unsupported_construct_names_construct_and_line(fn, args, construct):
     (calls_python, (np.array([3.0, 1.0, 2.0]),)),
 ])
 def test_host_code_numba_supports_compiles_with_the_fallback(fn, args):
-    check(fn, *args)
+    check(fn, *args, fallback=True)
     ours = numba_mlir_gpu.njit(target="cpu")(fn)
     ours(*args)
     assert numba_mlir_gpu.inspect_path(ours).path == "fallback"

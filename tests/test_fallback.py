@@ -14,7 +14,16 @@ from numba_mlir_gpu import (FallbackWarning, UnsupportedConstructError, inspect_
                             inspect_path, inspect_ptx, njit)
 from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
 
-from .support import TARGETS, check, ours
+from .support import TARGETS, check as _check, ours as _ours
+
+
+# These tests are about the host fallback: it is on.
+def check(*args, **kwargs):
+    return _check(*args, fallback=True, **kwargs)
+
+
+def ours(pyfunc, target):
+    return _ours(pyfunc, target, fallback=True)
 
 RNG = np.random.default_rng(5)
 

@@ -593,7 +593,7 @@ def test_host_fallback_with_draws():
     """A loop compiled alone for the fallback draws from the shared generator;
     host code Numba would lower must not draw (Numba's own generator)."""
     seed = ours(seed_only, "cpu")
-    fn = ours(fallback_with_drawing_loop, "cpu")
+    fn = ours(fallback_with_drawing_loop, "cpu", fallback=True)
     seed(6)
     got = fn(6, 1000)
     path = numba_mlir_gpu.inspect_path(fn)
@@ -601,7 +601,7 @@ def test_host_fallback_with_draws():
     seed(6)
     np.testing.assert_array_equal(got, 2.0 * ours(draw_only, "cpu")(1000))
     with pytest.raises(UnsupportedConstructError):
-        ours(fallback_with_host_draw, "cpu")(1)
+        ours(fallback_with_host_draw, "cpu", fallback=True)(1)
 
 
 CACHED = '''

@@ -377,7 +377,9 @@ class FunctionLowerer:
             rule = call_rules.get(callee.obj)
             if rule is not None:
                 return rule(self, args, sig, expr)
-            if isinstance(callee.obj, (types.NumberClass, types.Number)) and len(args) == 1:
+            if (isinstance(callee.obj, (types.NumberClass, types.Number))
+                    or _is_numpy_scalar_type(callee.obj)) and len(args) == 1 \
+                    and isinstance(sig.return_type, types.Number):
                 return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
             if isinstance(callee.obj, type) and issubclass(callee.obj, tuple) and \
                     isinstance(sig.return_type, types.BaseNamedTuple):
@@ -493,3 +495,8 @@ class FunctionLowerer:
             return
         with ir.Location.file(loc.filename, loc.line or 0, (loc.col or 0) + 1):
             yield
+
+
+def _is_numpy_scalar_type(obj) -> bool:
+    """np.complex64, np.float32...: the class itself, called as a conversion."""
+    return isinstance(obj, type) and issubclass(obj, np.generic)

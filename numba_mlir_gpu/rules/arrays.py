@@ -222,6 +222,15 @@ def _sequence_items(obj, ty, expr) -> tuple[tuple, list]:
     raise UnsupportedConstructError(f"np.array of {ty}", expr.loc)
 
 
+@method_rules.register((types.Number, "item"))
+@method_rules.register((types.Boolean, "item"))
+def scalar_item(lw, args, sig, expr):
+    """x.item() of a scalar (a 0-d array's operators give scalars): itself."""
+    if len(args) != 1:
+        raise UnsupportedConstructError(".item() with arguments", expr.loc)
+    return cast(args[0], sig.recvr, sig.return_type)
+
+
 @method_rules.register((types.Array, "item"))
 def array_item(lw, args, sig, expr):
     """a.item(): the one element of an array of size 1 (ValueError otherwise,
