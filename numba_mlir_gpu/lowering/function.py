@@ -379,7 +379,7 @@ class FunctionLowerer:
                 return rule(self, args, sig, expr)
             if (isinstance(callee.obj, (types.NumberClass, types.Number))
                     or _is_numpy_scalar_type(callee.obj)) and len(args) == 1 \
-                    and isinstance(sig.return_type, types.Number):
+                    and isinstance(sig.return_type, (types.Number, types.Boolean)):
                 return casts.cast(args[0], sig.args[0], sig.return_type)   # dtype(x)
             if isinstance(callee.obj, type) and issubclass(callee.obj, tuple) and \
                     isinstance(sig.return_type, types.BaseNamedTuple):
