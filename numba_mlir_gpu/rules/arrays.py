@@ -159,30 +159,17 @@ def _new_array(fill_value=None, like=False, explicit_fill=False):
         ty = sig.return_type
         if not isinstance(ty, types.Array):
             raise UnsupportedConstructError(f"{expr.func.name} returning {ty}", expr.loc)
-        source, _ = _argument(lw, args, sig, expr, 0, "a" if like else "shape")
+        source = args[0]
         extents = shape_of(source) if like else _shape_values(source, expr.loc)
         if len(extents) != ty.ndim:
             raise UnsupportedConstructError(f"the shape argument of {expr.func.name}", expr.loc)
         array = allocate(lw, ty, extents)
         if explicit_fill:
-            value, value_type = _argument(lw, args, sig, expr, 1, "fill_value")
-            fill(lw, array, cast(value, value_type, ty.dtype))
+            fill(lw, array, cast(args[1], sig.args[1], ty.dtype))
         elif fill_value is not None:
             fill(lw, array, const(ty.dtype, fill_value))
         return array
     return rule
-
-
-def _argument(lw, args, sig, expr, index: int, name: str) -> tuple:
-    """The value and type of an argument passed by position or by keyword
-    (`np.full(n, fill_value=x)`, `np.zeros(shape=n)`)."""
-    if len(args) > index:
-        return args[index], sig.args[index]
-    var = dict(expr.kws).get(name)
-    if var is None:
-        raise UnsupportedConstructError(f"{expr.func.name} without its argument '{name}'",
-                                        expr.loc)
-    return lw.read(var), lw.typeof(var.name)
 
 
 call_rules.register(np.empty, empty_inferred)(_new_array())
