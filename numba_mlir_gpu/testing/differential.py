@@ -882,7 +882,7 @@ def _one_side_non_finite(msg):
 def _only_infinity_signs(msg):
     """Every pair is the same infinities (and NaNs) but for their signs."""
     pairs = _PAIRS.findall(msg)
-    unsigned = re.compile(r"[+-]")
+    unsigned = re.compile(r"[+;-]")
     return bool(pairs) and all("inf" in a and unsigned.sub("", a) == unsigned.sub("", b)
                                for a, b in pairs)
 
