@@ -83,6 +83,7 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
         try:
             module.operation.verify()
         except ir.MLIRError as exc:
+            _dump_invalid(module, name)
             raise MLIRCompilationError(
                 f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
             ) from None
@@ -151,6 +152,16 @@ def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
         add_allocator(module, gpu=True)
         run_pipeline(module, passes.gpu_pipeline(isa))
         return extract_ptx(module)
+
+
+def _dump_invalid(module: ir.Module, name: str) -> None:
+    """The module that failed verification, printed generically (its custom
+    forms may not print), to find the op a verifier error names."""
+    folder = os.environ.get(ENV_DUMP)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, name + ".invalid.mlir"), "w") as f:
+            f.write(module.operation.get_asm(print_generic_op_form=True, assume_verified=True))
 
 
 def _dump(compiled: CompiledFunction) -> None:

@@ -42,17 +42,39 @@ def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) 
     """Run `body(indices)` over the box `extents` (index values), in parallel
     unless already inside a parallel region: there, spread over the threads
     of a block where they cooperate (targets/gpu/chunks.py), else sequential."""
+    body = _raising_in_place(lw, body)
     if lw.parallel_depth > 0:
         if lw.cooperation is not None and lw.cooperation.free:
             lw.cooperation.loop(extents, body)
         else:
             sequential_for(extents, body)
         return
+    anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
+    outermost = lw.errors.begin_loop(anchor, on_device=False)
     lw.parallel_depth += 1
     try:
         flat_parallel(product(extents), lambda k: body(delinearize(k, extents)))
     finally:
         lw.parallel_depth -= 1
+    if outermost:
+        lw.errors.end_loop(lw)
+
+
+def _raising_in_place(lw, body: Callable[[list], None]) -> Callable[[list], None]:
+    """`body` with the raises of its rules (a callee's status, a check)
+    stored in the loop's error flag inside the region: left pending, they
+    would be tested after the statement, outside the loop that defines them."""
+    def checked(indices: list) -> None:
+        errors = lw.errors
+        outer, errors.pending = errors.pending, []
+        lw.body_depth += 1
+        try:
+            body(indices)
+            errors.check_pending(lw)
+        finally:
+            lw.body_depth -= 1
+            errors.pending = outer
+    return checked
 
 
 def flat_parallel(total: ir.Value, body: Callable[[ir.Value], None]) -> None:

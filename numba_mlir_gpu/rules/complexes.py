@@ -210,9 +210,79 @@ def _refuse_order(fn):
     return rule
 
 
-for _fn in (operator.lt, operator.le, operator.gt, operator.ge, operator.floordiv,
-            operator.mod):
+for _fn in (operator.floordiv, operator.mod):
     _over(binop_rules, _fn)(_refuse_order(_fn))
+
+
+def _ordered(a: ir.Value, b: ir.Value, strict: str, pred: str) -> ir.Value:
+    """NumPy's lexicographic order of complex numbers (its CLT/CLE/CGT/CGE
+    macros, Numba's np_complex_lt_impl...): by the real parts when the
+    imaginary ones are not NaN, by the imaginary parts on equal real ones."""
+    (ar, ai), (br, bi) = complexes.parts(a), complexes.parts(b)
+    by_real = arith.AndIOp(cmpf(strict, ar, br), cmpf("ORD", ai, bi)).result
+    by_imag = arith.AndIOp(cmpf("OEQ", ar, br), cmpf(pred, ai, bi)).result
+    return arith.OrIOp(by_real, by_imag).result
+
+
+def _order(strict: str, pred: str):
+    """`<`, `<=`, `>`, `>=` of complex values: they reach the lowering only
+    from NumPy (np.less and array expressions; Python refuses to order
+    complex scalars, and so does Numba's typing)."""
+    def rule(lw, args, sig, expr):
+        (a, b), _ = _operands(args, sig, expr)
+        return _ordered(a, b, strict, pred)
+    return rule
+
+
+for _fn, _strict, _pred in ((operator.lt, "OLT", "OLT"), (operator.le, "OLT", "OLE"),
+                            (operator.gt, "OGT", "OGT"), (operator.ge, "OGT", "OGE")):
+    _over(binop_rules, _fn)(_order(_strict, _pred))
+
+
+def _complex_is_nan(z: ir.Value) -> ir.Value:
+    real, imag = complexes.parts(z)
+    return arith.OrIOp(cmpf("UNO", real, real), cmpf("UNO", imag, imag)).result
+
+
+def _extremum(strict: str, pred: str, nan_of_first: bool):
+    """np.maximum/minimum (a NaN wins: the first's if both) and np.fmax/fmin
+    (a NaN loses) of complex values, as Numba's np_complex_maximum_impl...:
+    otherwise the first unless the second is ordered after (before) it."""
+    def rule(lw, args, sig, expr):
+        (a, b), _ = _operands(args, sig, expr)
+        a_nan, b_nan = _complex_is_nan(a), _complex_is_nan(b)
+        nan_result = select(a_nan, a, b) if nan_of_first else select(b_nan, a, b)
+        value = select(_ordered(a, b, strict, pred), a, b)
+        return select(arith.OrIOp(a_nan, b_nan).result, nan_result, value)
+    return rule
+
+
+_over(call_rules, np.maximum)(_extremum("OGT", "OGE", nan_of_first=True))
+_over(call_rules, np.minimum)(_extremum("OLT", "OLE", nan_of_first=True))
+_over(call_rules, np.fmax)(_extremum("OGT", "OGE", nan_of_first=False))
+_over(call_rules, np.fmin)(_extremum("OLT", "OLE", nan_of_first=False))
+
+
+@_over(call_rules, np.reciprocal)
+def reciprocal(lw, args, sig, expr):
+    """1 / z by Smith's method with a numerator of 1, as NumPy's loops.c.src
+    and Numba's np_complex_reciprocal_impl (both branches computed, one
+    selected: the same operations on the chosen path)."""
+    (z,), ty = _operands(args, sig, expr)
+    fty = complexes.part_type(ty)
+    real, imag = complexes.parts(z)
+    zero, one = const(fty, 0.0), const(fty, 1.0)
+    by_real = cmpf("OLE", math.AbsFOp(imag).result, math.AbsFOp(real).result)
+    r1 = arith.DivFOp(imag, real).result
+    d1 = arith.AddFOp(real, arith.MulFOp(imag, r1).result).result
+    inv1 = arith.DivFOp(one, d1).result
+    imag1 = arith.MulFOp(arith.SubFOp(zero, r1).result, inv1).result
+    r2 = arith.DivFOp(real, imag).result
+    d2 = arith.AddFOp(arith.MulFOp(real, r2).result, imag).result
+    inv2 = arith.DivFOp(one, d2).result
+    real2 = arith.MulFOp(r2, inv2).result
+    imag2 = arith.SubFOp(zero, inv2).result
+    return complexes.make(select(by_real, inv1, real2), select(by_real, imag1, imag2), ty)
 
 
 @_over(unary_rules, operator.neg)
@@ -497,7 +567,7 @@ def _refused(name: str):
 # lowered here yet), and the math functions its parfor bodies may call for
 # them: refused by name instead of reaching the real-only rules.
 for _name in ("sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-              "arctanh", "exp2", "expm1", "log1p", "sign", "reciprocal", "rint", "floor",
+              "arctanh", "exp2", "expm1", "log1p", "sign", "rint", "floor",
               "ceil", "trunc", "fabs", "cbrt"):
     _over(call_rules, getattr(np, _name))(_refused(f"np.{_name}"))
 for _name in ("sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",

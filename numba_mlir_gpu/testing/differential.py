@@ -806,6 +806,11 @@ COMPLEX_ENTRIES = {
     "np.add": ("c_exact", None), "np.subtract": ("c_exact", None),
     "np.multiply": ("c_norm", None), "np.divide": ("c_norm", None),
     "np.equal": ("c_exact", None), "np.not_equal": ("c_exact", None),
+    "np.less": ("c_exact", None), "np.less_equal": ("c_exact", None),
+    "np.greater": ("c_exact", None), "np.greater_equal": ("c_exact", None),
+    "np.maximum": ("c_exact", None), "np.minimum": ("c_exact", None),
+    "np.fmax": ("c_exact", None), "np.fmin": ("c_exact", None),
+    "np.reciprocal": ("c_norm", None),
     "a + b": ("c_exact", None), "a - b": ("c_exact", None), "a * b": ("c_norm", None),
     # not `a / b`: its array form is NumPy's division in ours (as in Numba's parallel=True),
     # CPython's in Numba's serial njit, the oracle; they differ on infinities and NaNs
