@@ -154,6 +154,23 @@ def test_ptp_and_operator_values():
     builds_for_gpu(ptp_in_prange, a)
 
 
+def apply_inplace_operators(a, b, x, y):
+    operator.iadd(a, b)
+    operator.imul(a, 2.0)
+    operator.itruediv(a[1:], b[:-1])
+    r = operator.isub(a, 1.0)
+    return r, operator.ifloordiv(x, y), operator.imod(x, y), operator.ipow(x, 2), \
+        operator.ixor(x, y), operator.ilshift(x, 3)
+
+
+def test_inplace_operator_functions():
+    """operator.iadd(a, b) called as a function: updates and returns an
+    array, as `a += b`; on scalars the plain operator (Numba's test_ufuncs
+    calls them so)."""
+    same(apply_inplace_operators, np.array([-1.0, 1.5, 3.0]), np.array([-5.0, 0.5, 2.5]),
+         7, -3)
+
+
 # -- `v in array` --------------------------------------------------------------------
 
 def contains(a, v):
@@ -432,3 +449,41 @@ def test_iinfo_finfo_and_num_threads():
     builds_for_gpu(limits_in_prange, a)
     same(num_threads)
     same(chunks_per_thread, np.arange(50.0), parallel=True, exact=False)
+
+
+# -- numba.set_num_threads(n) ------------------------------------------------------------
+
+def thread_counts_per_iteration(n):
+    """Numba's TestParforReductionSetNumThreads: each iteration sets a count
+    and reads it back."""
+    acc = 0
+    numba.set_num_threads(n)
+    for i in prange(2 * n + 3):
+        numba.set_num_threads(1 + i % n)
+        acc += numba.get_num_threads()
+    return acc
+
+
+def set_then_get(n):
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    return before, numba.get_num_threads()
+
+
+def test_set_num_threads():
+    """Host code sets the calling thread's count in Numba's threading layer
+    (numba.get_num_threads() in Python sees it, as after Numba's own code);
+    an iteration reads the count it set; out-of-range counts raise Numba's
+    ValueError."""
+    most = numba.config.NUMBA_NUM_THREADS
+    try:
+        same(thread_counts_per_iteration, most, parallel=True)
+        builds_for_gpu(thread_counts_per_iteration, most)
+        compiled = njit(target="cpu", fallback=False)(set_then_get)
+        assert compiled(1) == (most, 1) and numba.get_num_threads() == 1
+        assert compiled(most) == (1, most)
+        for n in (0, most + 1):
+            with pytest.raises(ValueError, match=f"between 1 and {most}"):
+                compiled(n)
+    finally:
+        numba.set_num_threads(most)

@@ -130,6 +130,25 @@ def test_several_reductions_in_one_loop(target):
         check(several_reductions, data("+", np.float64, n, seed=3), target=target, rtol=1e-9)
 
 
+def divided_down(x, start):
+    s = start
+    for i in prange(x.shape[0]):
+        s /= x[i]
+    return s
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_division_reductions(target):
+    """`s /= x[i]`: as Numba's parallel=True, each private copy starts at 1
+    and divides, the copies multiply into s; the serial quotient within
+    rounding (an integer start becomes a float)."""
+    for n in SIZES:
+        x = np.random.default_rng(n).uniform(0.9, 1.1, n)
+        check(divided_down, x, 10.0, target=target, rtol=1e-12)
+        check(divided_down, x.astype(np.float32), np.float32(3), target=target, rtol=1e-4)
+    check(divided_down, np.full(10, 2), 10, target=target)
+
+
 def sum_2d(a):
     s = 0
     for i in prange(a.shape[0]):

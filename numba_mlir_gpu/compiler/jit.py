@@ -16,6 +16,7 @@ from .._mlir import ExecutionEngine, gpu, ir, passmanager
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..runtime.device import register_runtime
+from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
 
@@ -149,6 +150,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     if gpu:
         register_runtime(engine)
     register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
+    register_threading_layer(engine)        # numba.get_num_threads/set_num_threads
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear

@@ -37,6 +37,9 @@ from .scatter import atomic_statements, atomic_updates, privatizable
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
             operator.isub: operator.add, operator.sub: operator.add,
             operator.imul: operator.mul, operator.mul: operator.mul,
+            # `s /= x`: each copy divides 1 by its iterations' x, the copies
+            # are multiplied into s (Numba's reduction_mul)
+            operator.itruediv: operator.mul, operator.truediv: operator.mul,
             min: min, max: max}
 
 
@@ -72,7 +75,7 @@ def reductions_of(lw, parfor: Parfor, names=None) -> list[Reduction]:
                 or (isinstance(ty, types.Complex) and op not in (operator.add, operator.mul)):
             raise UnsupportedConstructError(
                 f"the reduction of '{name}' ({getattr(info.redop, '__name__', info.redop)} "
-                f"on {ty}); supported: + - * min max of scalars", parfor.loc)
+                f"on {ty}); supported: + - * / min max of scalars", parfor.loc)
         result.append(Reduction(name, ty, op, identity))
     return result
 

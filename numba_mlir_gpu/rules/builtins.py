@@ -2,7 +2,7 @@
 `zip`, `np.ndenumerate`, `bool`, the scalar conversions `int(x)`, `float(x)`,
 `np.float32(x)`, ..., and the functions of the `operator` module called as
 values (`op(a, b)` with `op = operator.gt`, as in np.ptp), and
-`numba.get_num_threads()`."""
+`numba.get_num_threads()` / `numba.set_num_threads(n)`."""
 from __future__ import annotations
 
 import operator
@@ -12,11 +12,13 @@ import numpy as np
 from numba.core import config, types
 from numba.parfors import parfor
 
-from ..lowering.build import const, const_i64
+from .._mlir import arith, func, ir, memref
+from ..lowering.build import cmpi, const, const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.registry import call_rules
+from ..lowering.registry import call_rules, inplace_array_rules
 from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
+from ..runtime.threads import GET_THREADS_SYMBOL, SET_THREADS_SYMBOL
 
 
 @call_rules.register(range, numba.prange, parfor.internal_prange)
@@ -97,14 +99,96 @@ for _fn in (operator.neg, operator.pos, operator.not_, operator.invert):
     call_rules.register(_fn)(_operator_call(_fn, binary=False))
 
 
+def _inplace_operator_call(fn, immutable):
+    """`operator.iadd(a, b)` called as a function: as `a += b` (an array is
+    updated and returned, a scalar gives `a + b`)."""
+    def rule(lw, args, sig, expr):
+        if len(args) != 2:
+            raise UnsupportedConstructError(f"operator.{fn.__name__} with {len(args)} arguments",
+                                            expr.loc)
+        if isinstance(args[0], ArrayValue):
+            array_rule = inplace_array_rules.get(fn)
+            if array_rule is None:
+                raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+            return array_rule(lw, fn, args, sig, expr)
+        return lw.binop(immutable, *args, sig, expr)
+    return rule
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+              "lshift", "rshift", "matmul"):
+    _immutable = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    _fn = getattr(operator, "i" + _name)
+    call_rules.register(_fn)(_inplace_operator_call(_fn, _immutable))
+
+
+# -- numba.get_num_threads() / numba.set_num_threads(n) -----------------------------
+#
+# Host code calls Numba's threading layer (the calling thread's count, as
+# Numba's implementation does through a ctypes pointer; here through symbols
+# each engine resolves, runtime/threads.py, so cached code keeps working).
+# Parallel bodies, kernels included, keep the count of their iteration in a
+# variable of the body: NUMBA_NUM_THREADS until the iteration sets it.
+# Numba's workers start from the caller's count and keep a setting across a
+# thread's iterations; an iteration that sets before it reads, as Numba's
+# tests do, sees the same here, and none depends on the thread it ran on.
+
+_BODY_THREADS = "$num_threads"
+
+
+def _i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def _configured_threads() -> int:
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
+def _threading_layer(lw, symbol: str, inputs: list, results: list) -> str:
+    module = lw.mlower.module
+    if symbol not in ir.SymbolTable(module.operation):
+        with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+            decl = func.FuncOp(symbol, ir.FunctionType.get(inputs, results))
+            decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    return symbol
+
+
+def _body_threads(lw) -> ir.Value:
+    """The iteration's thread-count variable (i32), made on first use."""
+    slot = lw.scope.find_slot(_BODY_THREADS)
+    if slot is None:
+        with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
+            slot = memref.AllocaOp(ir.MemRefType.get([], _i32()), [], []).result
+            memref.StoreOp(const(types.int32, _configured_threads()), slot, [])
+        lw.scope.slots[_BODY_THREADS] = slot
+    return slot
+
+
 @call_rules.register(numba.get_num_threads)
 def numba_get_num_threads(lw, args, sig, expr):
-    """numba.get_num_threads(): NUMBA_NUM_THREADS, a compile-time constant.
-    It is the number of workers the CPU target's MLIR async runtime runs
-    parallel loops on (compiler/driver.cpu_threads) and what Numba returns
-    unless numba.set_num_threads() lowered it for the calling thread, which
-    our code does not follow (its worker count is fixed when compiled).
-    Numba's implementation calls its threading layer through a ctypes pointer
-    (host-only, and an address no cached code could keep); a constant also
-    serves host code on the GPU target and kernels."""
-    return const(types.unliteral(sig.return_type), max(1, int(config.NUMBA_NUM_THREADS)))
+    if lw.parallel_depth > 0:
+        count = memref.LoadOp(_body_threads(lw), []).result
+    else:
+        symbol = _threading_layer(lw, GET_THREADS_SYMBOL, [], [_i32()])
+        count = func.CallOp([_i32()], symbol, []).result
+    return cast(count, types.int32, types.unliteral(sig.return_type))
+
+
+@call_rules.register(numba.set_num_threads)
+def numba_set_num_threads(lw, args, sig, expr):
+    """Numba's snt_check, then the count of this thread (host code) or of
+    this iteration (parallel bodies)."""
+    if len(args) != 1 or not isinstance(types.unliteral(sig.args[0]), types.Integer):
+        raise UnsupportedConstructError("numba.set_num_threads of a non-integer", expr.loc)
+    n = cast(args[0], types.unliteral(sig.args[0]), types.int64)
+    most = _configured_threads()
+    bad = arith.OrIOp(cmpi("sgt", n, const(types.int64, most)),
+                      cmpi("slt", n, const(types.int64, 1))).result
+    lw.errors.raise_if(lw, bad, lw.errors.code(
+        ValueError, (f"The number of threads must be between 1 and {most}",)))
+    count = arith.TruncIOp(_i32(), n).result
+    if lw.parallel_depth > 0:
+        memref.StoreOp(count, _body_threads(lw), [])
+    else:
+        func.CallOp([], _threading_layer(lw, SET_THREADS_SYMBOL, [_i32()], []), [count])
+    return None
