@@ -8,6 +8,7 @@ whole function must go through MLIR (no fallback); in prange bodies too, and
 compiled for the GPU (target "compile-only": built, not run)."""
 from __future__ import annotations
 
+import collections
 import copy
 import operator
 
@@ -169,6 +170,31 @@ def test_inplace_operator_functions():
     calls them so)."""
     same(apply_inplace_operators, np.array([-1.0, 1.5, 3.0]), np.array([-5.0, 0.5, 2.5]),
          7, -3)
+
+
+Pair = collections.namedtuple("Pair", ("part0", "part1"))
+
+
+def named_tuples_by_keyword(a):
+    t = Pair(part0=3, part1=4)
+    v = Pair(part1=8, part0=1)
+    for i in prange(a.shape[0]):
+        a[i] += t.part0 + t.part1 + v.part0
+    return a, v.part1 - v.part0
+
+
+def named_tuples_mixed(x):
+    u = Pair(x, part1=2.5)
+    return u, u.part1 - u.part0
+
+
+def test_named_tuples_built_with_keywords():
+    """Numba's test_parfors namedtuple tests: keywords in any order, after
+    positional fields too (host code only there: Numba's array analysis, in
+    the parallel=True reference, asserts on that form)."""
+    same(named_tuples_by_keyword, np.arange(10.0), parallel=True)
+    builds_for_gpu(named_tuples_by_keyword, np.arange(10.0))
+    same(named_tuples_mixed, 7.0)
 
 
 # -- `v in array` --------------------------------------------------------------------

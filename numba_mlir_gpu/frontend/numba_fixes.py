@@ -21,6 +21,11 @@ behaviour, so a comparison against it stays a comparison against Numba as shippe
   Such copies carry no value into the reduction's own statements: on that error the
   analysis runs again without the copies whose names form a cycle; a cycle left after
   that is an UnsupportedConstructError naming the issue, not an AssertionError.
+* `ArrayAnalysis._analyze_op_call` (numba/parfors/array_analysis.py): a namedtuple
+  class called with keywords, `Pair(x, part1=y)`, gets the positional arguments alone
+  as its "shape", one item short, and `insert_equiv` asserts `Dimension mismatch`
+  (njit(parallel=True) fails alike). With keywords the call gets no shape, as any
+  call Numba knows nothing of.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import contextlib
 import threading
 
 from numba.core import ir
+from numba.core.ir_utils import get_definition, guard
 from numba.parfors import array_analysis
 from numba.parfors import parfor as numba_parfor
 
@@ -119,6 +125,20 @@ def without_copy_cycles(nodes: list) -> list:
 
 
 numba_parfor.get_reduce_nodes = _get_reduce_nodes
+
+_numba_analyze_op_call = array_analysis.ArrayAnalysis._analyze_op_call
+
+
+def _analyze_op_call(self, scope, equiv_set, expr, lhs):
+    if getattr(_active, "depth", 0) and expr.kws:
+        callee = guard(get_definition, self.func_ir, expr.func)
+        if isinstance(callee, (ir.Global, ir.FreeVar)) and \
+                array_analysis.is_namedtuple_class(callee.value):
+            return None
+    return _numba_analyze_op_call(self, scope, equiv_set, expr, lhs)
+
+
+array_analysis.ArrayAnalysis._analyze_op_call = _analyze_op_call
 
 
 @contextlib.contextmanager

@@ -394,10 +394,11 @@ class FunctionLowerer:
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def _named_tuple(self, args: list, sig, expr) -> TupleValue:
-        """A namedtuple class called with its fields in order (Numba's
-        np.iinfo / np.finfo results): a tuple whose fields `getattr` reads."""
+        """A namedtuple class called with its fields (Numba's np.iinfo /
+        np.finfo results; keywords come folded into field order, as Numba
+        types the call): a tuple whose fields `getattr` reads."""
         ty = sig.return_type
-        if len(args) != len(ty.types) or expr.kws:
+        if len(args) != len(ty.types):
             raise UnsupportedConstructError(f"constructing {ty} this way", expr.loc)
         return TupleValue([casts.cast(a, t, item_ty) for a, t, item_ty
                            in zip(args, sig.args, ty.types)], ty)
