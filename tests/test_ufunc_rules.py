@@ -1,5 +1,6 @@
 """np.reciprocal, np.fmax/fmin, np.logical_and/or/xor, np.gcd/lcm, np.ldexp,
-np.deg2rad/rad2deg and np.divmod (lowering/npufuncs.py): differential tests
+np.deg2rad/rad2deg, np.divmod, np.fmod, np.logaddexp/logaddexp2, np.nextafter,
+np.spacing, np.signbit and np.float_power (rules/npufuncs.py): differential tests
 against Numba on arrays (array expressions, `out=`, prange bodies) and scalars,
 with edge values."""
 import math
@@ -295,3 +296,41 @@ def test_kernels_build():
                      (divmod_in_prange, (x, x, x, x)),
                      (divmod_in_prange, (np.ones(8, np.int8),) * 4)]:
         assert entries(all_ptx(compile_only(fn, *args)))
+
+
+def more_ufuncs(a, b, out):
+    np.logaddexp(a, b, out[0])
+    np.logaddexp2(a, b, out[1])
+    np.nextafter(a, b, out[2])
+    np.float_power(np.abs(a), b, out[3])
+    np.spacing(a, out[4])
+    return np.signbit(a), np.logaddexp(a[0], b[0]), np.nextafter(a[1], b[1])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logaddexp_nextafter_spacing_signbit_float_power(dtype, target):
+    """Numba's formulas: np.logaddexp(2) as its _generate_logaddexp, C's
+    nextafter bit for bit, spacing as nextafter(x, copysign(inf, x)) - x."""
+    a, b = all_pairs(np.concatenate([SPECIAL, [5e-324, -5e-324, 1e308, 3.0]]).astype(dtype))
+    check(more_ufuncs, a, b, np.zeros((5, a.size), dtype), target=target, ulps=8)
+
+
+def fmod_of(a, b):
+    return np.fmod(a, b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_integer_fmod_is_numpys(dtype, target):
+    """The remainder truncated toward zero, 0 for a zero divisor (and for
+    MIN by -1), as NumPy. Numba's own loop takes the unsigned remainder of
+    signed operands (np.fmod(7, -3) is 7 there), so NumPy is the reference."""
+    a, b = all_pairs(integer_edges(dtype))
+    with np.errstate(all="ignore"):
+        expected = np.fmod(a, b)
+    undefined = b == 0
+    if np.iinfo(dtype).min < 0:
+        undefined |= (a == np.iinfo(dtype).min) & (b == -1)
+    expected[undefined] = 0
+    np.testing.assert_array_equal(ours(fmod_of, target)(a, b), expected)

@@ -101,7 +101,7 @@ def _binary_float(op):
 
 call_rules.register(pymath.atan2, np.arctan2)(_binary_float(math.Atan2Op))
 call_rules.register(pymath.copysign, np.copysign)(_binary_float(math.CopySignOp))
-call_rules.register(pymath.fmod, np.fmod)(_binary_float(arith.RemFOp))
+call_rules.register(pymath.fmod)(_binary_float(arith.RemFOp))
 
 
 @call_rules.register(np.power)

@@ -1,5 +1,7 @@
 """NumPy ufuncs without a `math` counterpart: np.minimum/maximum,
-np.reciprocal, np.fmax/fmin, np.logical_and/or/xor, np.gcd/lcm, np.ldexp, np.deg2rad/rad2deg, np.divmod.
+np.reciprocal, np.fmax/fmin, np.logical_and/or/xor, np.gcd/lcm, np.ldexp,
+np.deg2rad/rad2deg, np.divmod, np.fmod, np.logaddexp/logaddexp2,
+np.float_power, np.signbit, np.nextafter, np.spacing.
 
 Each rule follows Numba's implementation (numba/np/npyfuncs.py,
 numba/cpython/mathimpl.py) so results match `numba.njit` bit for bit.
@@ -266,3 +268,110 @@ def divmod_(lw, args, sig, expr):
     element = signature(sig.return_type.types[0], *sig.args)
     return TupleValue([floor_divide(lw, args, element, expr), remainder(lw, args, element, expr)],
                       sig.return_type)
+
+
+@call_rules.register(np.fmod)
+def fmod(lw, args, sig, expr):
+    """Floats: C's fmod. Integers: the remainder truncated toward zero, 0 for
+    a zero divisor, as NumPy (and INT_MIN by -1 is 0, not a trap). Numba's
+    np_int_fmod_impl takes the unsigned remainder for signed types too, so
+    its result for a negative operand is not NumPy's (supported.md)."""
+    (a, b), ty = _as_result(args, sig)
+    if isinstance(ty, types.Float):
+        return arith.RemFOp(a, b).result
+    if not isinstance(ty, types.Integer):
+        raise UnsupportedConstructError(f"np.fmod returning {ty}", expr.loc)
+    zero = const(ty, 0)
+    undefined = cmpi("eq", b, zero)
+    if ty.signed:
+        undefined = arith.OrIOp(undefined, cmpi("eq", b, const(ty, -1))).result
+    divisor = select(undefined, const(ty, 1), b)
+    rem = (arith.RemSIOp if ty.signed else arith.RemUIOp)(a, divisor).result
+    return select(undefined, zero, rem)
+
+
+def _logaddexp(shift: float, log1p_scale: float, exp_key):
+    """NumPy's npy_logaddexp / npy_logaddexp2 as Numba's _generate_logaddexp:
+    x + shift for equal arguments (infinities of one sign), else the larger
+    plus log1p of the exponential of the (negated) difference; NaN stays."""
+    def rule(lw, args, sig, expr):
+        (x, y), ty = _as_result(args, sig)
+        if not isinstance(ty, types.Float):
+            raise UnsupportedConstructError(f"np.logaddexp returning {ty}", expr.loc)
+        unary = signature(ty, ty)
+        exp, log1p = call_rules.get(exp_key), call_rules.get(np.log1p)
+
+        def log_1p(v):
+            value = log1p(lw, [v], unary, expr)
+            return value if log1p_scale == 1.0 else \
+                arith.MulFOp(const(ty, log1p_scale), value).result
+        tmp = arith.SubFOp(x, y).result
+        neg_tmp = arith.SubFOp(const(ty, -0.0), tmp).result
+        above = arith.AddFOp(x, log_1p(exp(lw, [neg_tmp], unary, expr))).result
+        below = arith.AddFOp(y, log_1p(exp(lw, [tmp], unary, expr))).result
+        result = select(cmpf("OGT", tmp, const(ty, 0.0)), above,
+                        select(cmpf("OLE", tmp, const(ty, 0.0)), below, tmp))
+        return select(cmpf("OEQ", x, y), arith.AddFOp(x, const(ty, shift)).result, result)
+    return rule
+
+
+call_rules.register(np.logaddexp)(_logaddexp(pymath.log(2.0), 1.0, np.exp))
+call_rules.register(np.logaddexp2)(_logaddexp(1.0, 1.0 / pymath.log(2.0), np.exp2))
+
+
+@call_rules.register(np.float_power)
+def float_power(lw, args, sig, expr):
+    """x ** y in the loop's float (or complex) type: Numba's real_power_impl
+    and complex_power_impl, which `**` uses too."""
+    (x, y), ty = _as_result(args, sig)
+    return binop_rules.get(operator.pow)(lw, [x, y], signature(ty, ty, ty), expr)
+
+
+def _bits(x: ir.Value) -> tuple[ir.Value, ir.Type]:
+    bits = ir.IntegerType.get_signless(ir.FloatType(x.type).width)
+    return arith.BitcastOp(bits, x).result, bits
+
+
+@call_rules.register(np.signbit)
+def signbit(lw, args, sig, expr):
+    ty = types.unliteral(sig.args[0])
+    if not isinstance(ty, types.Float):
+        # integers go through the float loop NumPy picks ('d->?' for int64)
+        ty = types.float64
+    x, bits = _bits(cast(args[0], sig.args[0], ty))
+    return cmpi("slt", x, arith.ConstantOp(bits, 0).result)
+
+
+def _nextafter(x: ir.Value, y: ir.Value, ty: types.Float) -> ir.Value:
+    """C's nextafter (Numba calls the C library's): the float after x in
+    the direction of y; y if equal, NaN if either is, the smallest
+    subnormal with y's sign from a zero."""
+    xb, bits = _bits(x)
+    one = arith.ConstantOp(bits, 1).result
+    tiny = arith.BitcastOp(x.type, one).result
+    from_zero = math.CopySignOp(tiny, y).result
+    # away from zero when x and y lie on the same side of x's sign
+    away = arith.XOrIOp(cmpf("OLT", x, y), cmpf("OLT", x, const(ty, 0.0))).result
+    step = select(away, arith.AddIOp(xb, one).result, arith.SubIOp(xb, one).result)
+    result = select(cmpf("OEQ", x, const(ty, 0.0)), from_zero,
+                    arith.BitcastOp(x.type, step).result)
+    result = select(cmpf("OEQ", x, y), y, result)
+    return select(cmpf("UNO", x, y), arith.AddFOp(x, y).result, result)
+
+
+@call_rules.register(np.nextafter)
+def nextafter(lw, args, sig, expr):
+    (x, y), ty = _as_result(args, sig)
+    if not isinstance(ty, types.Float):
+        raise UnsupportedConstructError(f"np.nextafter returning {ty}", expr.loc)
+    return _nextafter(x, y, ty)
+
+
+@call_rules.register(np.spacing)
+def spacing(lw, args, sig, expr):
+    """Numba's np_real_spacing_impl: nextafter(x, copysign(inf, x)) - x."""
+    (x,), ty = _as_result(args, sig)
+    if not isinstance(ty, types.Float):
+        raise UnsupportedConstructError(f"np.spacing returning {ty}", expr.loc)
+    toward = math.CopySignOp(const(ty, float("inf")), x).result
+    return arith.SubFOp(_nextafter(x, toward, ty), x).result

@@ -104,8 +104,8 @@ TOLERANCES = {
                           "radicand's extra error eps*a*a is at most half an ulp of the "
                           "root after the square root"),
     "libm2": Tolerance("ulp", 8, 8, "a product of two libm results (np.exp(-a) * "
-                       "np.sin(b)): each factor within 4 ulp, so their relative errors "
-                       "add"),
+                       "np.sin(b)), or one composed with another (np.logaddexp: log1p "
+                       "of an exp): each within 4 ulp, so their relative errors add"),
     "scaled": Tolerance("ulp", 2, 2, "deg2rad, rad2deg: one multiplication by a constant "
                         "rounded to the argument's type (Numba's 180/pi, NumPy's float32 "
                         "180.0f/NPY_PIf): constants 1 ulp apart, each product rounded once"),
@@ -408,6 +408,24 @@ def no_min_by_minus_one(dtype, form, arrays):
     return [a, b] + list(arrays[2:])
 
 
+def fmod_guard(dtype, form, arrays):
+    """Signed integer np.fmod: non-negative operands only. Numba's loop takes the
+    unsigned remainder (np.fmod(7, -3) is 7), ours NumPy's truncated one (1); where
+    the operands' types differ from NumPy's (a Python scalar) the sweep falls back
+    to Numba's result. tests/test_ufunc_rules.py checks negative operands against
+    NumPy."""
+    if kind_of(dtype) != "i":
+        return arrays
+    top = np.iinfo(np.dtype(dtype)).max
+
+    def magnitude(x):
+        if np.ndim(x) == 0:
+            return type(x)(min(abs(int(x)), top))
+        wide = x.astype(np.int64)
+        return np.where(wide < -top, top, np.abs(wide)).astype(x.dtype)
+    return [magnitude(x) for x in arrays[:2]] + list(arrays[2:])
+
+
 def no_zero_divisor(dtype, form, arrays):
     """Scalar and prange forms of / // %: Numba's error model raises ZeroDivisionError
     for a zero divisor (ints and floats), ours gives NumPy's value (user-guide.md,
@@ -569,6 +587,10 @@ def build_entries() -> list[Entry]:
                    oracle_reason="integers go through float64 and back in Numba; NumPy "
                    "divides in the integer type"))
     E.append(Entry("np.invert", "np.invert({a})", dtypes=("bool",) + INTS))
+    E.append(Entry("np.signbit", "np.signbit({a})", dtypes=FLOATS))
+    E.append(Entry("np.spacing", "np.spacing({a})", dtypes=FLOATS, oracle="numba",
+                   oracle_reason="np.spacing(-0.0): Numba's nextafter(x, -inf) - x gives "
+                   "-5e-324, NumPy 5e-324; ours is Numba's"))
     # unary operators
     E.append(Entry("-a", "-{a}", dtypes=NUMERIC))
     E.append(Entry("+a", "+{a}", oracle={"b": "numba", "*": "numpy"},
@@ -589,7 +611,13 @@ def build_entries() -> list[Entry]:
           "oracle": {"f": "numba", "*": "numpy"}, "oracle_reason": FLOOR_DIVIDE_REASON}, False),
         ("np.remainder", "np.remainder({a}, {b})",
          {"dtypes": NUMERIC, "guard": no_min_by_minus_one}, False),
-        ("np.fmod", "np.fmod({a}, {b})", {"dtypes": NUMERIC, "guard": no_min_by_minus_one}, False),
+        ("np.fmod", "np.fmod({a}, {b})", {"dtypes": NUMERIC, "guard": fmod_guard}, False),
+        ("np.logaddexp", "np.logaddexp({a}, {b})", {"dtypes": FLOATS, "tol": "libm2"}, False),
+        ("np.logaddexp2", "np.logaddexp2({a}, {b})", {"dtypes": FLOATS, "tol": "libm2"},
+         False),
+        ("np.nextafter", "np.nextafter({a}, {b})", {"dtypes": FLOATS}, False),
+        ("np.float_power", "np.float_power({a}, {b})", {"dtypes": FLOATS, "tol": "pow"},
+         False),
         ("np.power", "np.power({a}, {b})", {"dtypes": NUMERIC, "guard": int_power, "tol": "pow",
                                             "oracle": "either", "oracle_reason": POWER_REASON},
          False),
@@ -842,8 +870,6 @@ KNOWN_UNSUPPORTED: list[tuple[str, str, str, str, str]] = [
     (r"prange s = (max|min)\(s, a\[i\]\)", r".*", r"prange \w+\+cupy",
      "s = a[0] before the loop reads an element of a device (CuPy) array in host code",
      "docs/supported.md, GPU arrays: host code cannot dereference device memory"),
-    (r"np\.fmod", r"bool|u?int\d+", r".*", "np.fmod of integers: refused",
-     "docs/supported.md: np.fmod takes floats only (Numba's integer fmod differs from NumPy's)"),
 ]
 
 # Known bugs, each with an xfail(strict=True) regression test in
