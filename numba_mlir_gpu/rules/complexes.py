@@ -566,14 +566,165 @@ def _refused(name: str):
 # NumPy ufuncs whose complex loops Numba writes in formulas of its own (not
 # lowered here yet), and the math functions its parfor bodies may call for
 # them: refused by name instead of reaching the real-only rules.
-for _name in ("sinh", "cosh", "tanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-              "arctanh", "exp2", "expm1", "log1p", "sign", "rint", "floor",
-              "ceil", "trunc", "fabs", "cbrt"):
+for _name in ("exp2", "expm1", "log1p", "sign", "rint", "floor", "ceil", "trunc", "fabs",
+              "cbrt"):
     _over(call_rules, getattr(np, _name))(_refused(f"np.{_name}"))
-for _name in ("sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
-              "expm1", "log1p", "log10", "log2", "exp2"):
+for _name in ("expm1", "log1p", "log10", "log2", "exp2"):
     if hasattr(pymath, _name):
         _over(call_rules, getattr(pymath, _name))(_refused(f"math.{_name}"))
+
+
+# -- hyperbolic and inverse trigonometric functions ----------------------------------
+#
+# np.sinh/cosh/tanh/arccosh of complex: NumPy's formulas (funcs.inc.src), as
+# Numba's np_complex_*_impl translate them. np.arcsin/arccos/arctan/arcsinh/
+# arctanh and cmath.asin/acos/atan/asinh/atanh: CPython's algorithms, as
+# Numba's cmathimpl writes them in Python inside its lowering functions (so
+# not importable: the same source is repeated here and lowered as a callee).
+
+_FLT_MAX = float(np.finfo(np.float32).max)     # Numba's mathimpl.FLT_MAX
+_FLT_MIN = float(np.finfo(np.float32).tiny)
+_LN_4 = pymath.log(4)
+_THRES = _FLT_MAX / 4
+_THRES_LARGE = pymath.sqrt(_FLT_MAX / 4)
+_THRES_SMALL = pymath.sqrt(_FLT_MIN)
+_PI_12 = pymath.pi / 2
+
+
+def _acos(z):
+    if abs(z.real) > _THRES or abs(z.imag) > _THRES:
+        real = pymath.atan2(abs(z.imag), z.real)
+        imag = pymath.copysign(
+            pymath.log(pymath.hypot(z.real * 0.5, z.imag * 0.5)) + _LN_4, -z.imag)
+        return complex(real, imag)
+    s1 = cmath.sqrt(complex(1. - z.real, -z.imag))
+    s2 = cmath.sqrt(complex(1. + z.real, z.imag))
+    real = 2. * pymath.atan2(s1.real, s2.real)
+    imag = pymath.asinh(s2.real * s1.imag - s2.imag * s1.real)
+    return complex(real, imag)
+
+
+def _asinh(z):
+    if abs(z.real) > _THRES or abs(z.imag) > _THRES:
+        real = pymath.copysign(
+            pymath.log(pymath.hypot(z.real * 0.5, z.imag * 0.5)) + _LN_4, z.real)
+        imag = pymath.atan2(z.imag, abs(z.real))
+        return complex(real, imag)
+    s1 = cmath.sqrt(complex(1. + z.imag, -z.real))
+    s2 = cmath.sqrt(complex(1. - z.imag, z.real))
+    real = pymath.asinh(s1.real * s2.imag - s2.real * s1.imag)
+    imag = pymath.atan2(z.imag, s1.real * s2.real - s1.imag * s2.imag)
+    return complex(real, imag)
+
+
+def _asin(z):
+    r = cmath.asinh(complex(-z.imag, z.real))
+    return complex(r.imag, -r.real)
+
+
+def _atanh(z):
+    if z.real < 0.:
+        negate = True
+        z = -z
+    else:
+        negate = False
+    ay = abs(z.imag)
+    if pymath.isnan(z.real) or z.real > _THRES_LARGE or ay > _THRES_LARGE:
+        if pymath.isinf(z.imag):
+            real = pymath.copysign(0., z.real)
+        elif pymath.isinf(z.real):
+            real = 0.
+        else:
+            h = pymath.hypot(z.real * 0.5, z.imag * 0.5)
+            real = z.real / 4. / h / h
+        imag = -pymath.copysign(_PI_12, -z.imag)
+    elif z.real == 1. and ay < _THRES_SMALL:
+        if ay == 0.:
+            real = pymath.inf
+            imag = z.imag
+        else:
+            real = -pymath.log(pymath.sqrt(ay) / pymath.sqrt(pymath.hypot(ay, 2.)))
+            imag = pymath.copysign(pymath.atan2(2., -ay) / 2, z.imag)
+    else:
+        sqay = ay * ay
+        zr1 = 1 - z.real
+        real = pymath.log1p(4. * z.real / (zr1 * zr1 + sqay)) * 0.25
+        imag = -pymath.atan2(-2. * z.imag, zr1 * (1 + z.real) - sqay) * 0.5
+    if pymath.isnan(z.imag):
+        imag = pymath.nan
+    if negate:
+        return complex(-real, -imag)
+    return complex(real, imag)
+
+
+def _atan(z):
+    r = cmath.atanh(complex(-z.imag, z.real))
+    if pymath.isinf(z.real) and pymath.isnan(z.imag):
+        return complex(r.imag, r.real)       # Numba's "odd but necessary" case
+    return complex(r.imag, -r.real)
+
+
+for _cm, _np, _py in ((cmath.acos, np.arccos, _acos), (cmath.asinh, np.arcsinh, _asinh),
+                      (cmath.asin, np.arcsin, _asin), (cmath.atanh, np.arctanh, _atanh),
+                      (cmath.atan, np.arctan, _atan)):
+    call_rules.register(_cm)(_complex_only(_of_complex(_py)))
+    _over(call_rules, _np, getattr(pymath, _cm.__name__))(_of_complex(_py))
+
+
+def _real_unary(lw, key, x, fty, expr):
+    return call_rules.get(key)(lw, [x], signature(fty, fty), expr)
+
+
+def _hyperbolic_parts(lw, z, ty, expr):
+    """sin, cos of the imaginary part and sinh, cosh of the real one."""
+    fty = complexes.part_type(ty)
+    xr, xi = complexes.parts(z)
+    return [_real_unary(lw, key, x, fty, expr) for key, x in
+            ((np.sin, xi), (np.cos, xi), (np.sinh, xr), (np.cosh, xr))]
+
+
+@_over(call_rules, np.sinh, pymath.sinh)
+def sinh(lw, args, sig, expr):
+    (z,), ty = _operands(args, sig, expr)
+    sxi, cxi, shxr, chxr = _hyperbolic_parts(lw, z, ty, expr)
+    return complexes.make(arith.MulFOp(cxi, shxr).result, arith.MulFOp(sxi, chxr).result, ty)
+
+
+@_over(call_rules, np.cosh, pymath.cosh)
+def cosh(lw, args, sig, expr):
+    (z,), ty = _operands(args, sig, expr)
+    sxi, cxi, shxr, chxr = _hyperbolic_parts(lw, z, ty, expr)
+    return complexes.make(arith.MulFOp(cxi, chxr).result, arith.MulFOp(sxi, shxr).result, ty)
+
+
+@_over(call_rules, np.tanh, pymath.tanh)
+def tanh(lw, args, sig, expr):
+    """Numba's np_complex_tanh_impl, operation for operation."""
+    (z,), ty = _operands(args, sig, expr)
+    fty = complexes.part_type(ty)
+    si, ci, shr, chr_ = _hyperbolic_parts(lw, z, ty, expr)
+
+    def mul(a, b):
+        return arith.MulFOp(a, b).result
+    rs, is_, rc, ic = mul(ci, shr), mul(si, chr_), mul(ci, chr_), mul(si, shr)
+    inv_d = arith.DivFOp(const(fty, 1.0), arith.AddFOp(mul(rc, rc), mul(ic, ic)).result).result
+    numr = arith.AddFOp(mul(rs, rc), mul(is_, ic)).result
+    numi = arith.SubFOp(mul(is_, rc), mul(rs, ic)).result
+    return complexes.make(mul(numr, inv_d), mul(numi, inv_d), ty)
+
+
+@_over(call_rules, np.arccosh, pymath.acosh)
+def arccosh(lw, args, sig, expr):
+    """NumPy's log(z + sqrt(z + 1) * sqrt(z - 1)), as Numba's
+    np_complex_acosh_impl (its sqrt and log are the cmath ones)."""
+    (z,), ty = _operands(args, sig, expr)
+    unary = signature(ty, ty)
+    one = complexes.make(const(complexes.part_type(ty), 1.0), const(complexes.part_type(ty), 0.0),
+                         ty)
+    root_up = _sqrt_rule(lw, [complex_dialect.AddOp(z, one).result], unary, expr)
+    root_down = _sqrt_rule(lw, [complex_dialect.SubOp(z, one).result], unary, expr)
+    inner = complexes.add(z, complexes.mul(root_up, root_down, ty))
+    return _LOG(lw, [inner], unary, expr)
 
 
 @call_rules.register(cmath.log)
