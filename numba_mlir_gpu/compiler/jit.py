@@ -15,6 +15,7 @@ from .._libs import runtime_library
 from .._mlir import ExecutionEngine, gpu, ir, passmanager
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
+from ..lowering.threading_layer import GET_THREADS_SYMBOL, SET_THREADS_SYMBOL
 from ..runtime.device import register_runtime
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
@@ -150,7 +151,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     if gpu:
         register_runtime(engine)
     register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
-    register_threading_layer(engine)        # numba.get_num_threads/set_num_threads
+    register_threading_layer(engine, GET_THREADS_SYMBOL, SET_THREADS_SYMBOL)
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear

@@ -12,13 +12,14 @@ import numpy as np
 from numba.core import config, types
 from numba.parfors import parfor
 
-from .._mlir import arith, func, ir, memref
+from .._mlir import arith, ir, memref
+from ..lowering import threading_layer
 from ..lowering.build import cmpi, const, const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import call_rules, inplace_array_rules
+from ..lowering.types import scalar_type
 from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
-from ..runtime.threads import GET_THREADS_SYMBOL, SET_THREADS_SYMBOL
 
 
 @call_rules.register(range, numba.prange, parfor.internal_prange)
@@ -125,32 +126,19 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "
 # -- numba.get_num_threads() / numba.set_num_threads(n) -----------------------------
 #
 # Host code calls Numba's threading layer (the calling thread's count, as
-# Numba's implementation does through a ctypes pointer; here through symbols
-# each engine resolves, runtime/threads.py, so cached code keeps working).
-# Parallel bodies, kernels included, keep the count of their iteration in a
-# variable of the body: NUMBA_NUM_THREADS until the iteration sets it.
-# Numba's workers start from the caller's count and keep a setting across a
-# thread's iterations; an iteration that sets before it reads, as Numba's
-# tests do, sees the same here, and none depends on the thread it ran on.
+# Numba's implementation does through a ctypes pointer;
+# lowering/threading_layer.py). Parallel bodies, kernels included, keep the
+# count of their iteration in a variable of the body: NUMBA_NUM_THREADS until
+# the iteration sets it. Numba's workers start from the caller's count and
+# keep a setting across a thread's iterations; an iteration that sets before
+# it reads, as Numba's tests do, sees the same here, and none depends on the
+# thread it ran on.
 
 _BODY_THREADS = "$num_threads"
 
 
-def _i32() -> ir.Type:
-    return ir.IntegerType.get_signless(32)
-
-
 def _configured_threads() -> int:
     return max(1, int(config.NUMBA_NUM_THREADS))
-
-
-def _threading_layer(lw, symbol: str, inputs: list, results: list) -> str:
-    module = lw.mlower.module
-    if symbol not in ir.SymbolTable(module.operation):
-        with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-            decl = func.FuncOp(symbol, ir.FunctionType.get(inputs, results))
-            decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    return symbol
 
 
 def _body_threads(lw) -> ir.Value:
@@ -158,7 +146,8 @@ def _body_threads(lw) -> ir.Value:
     slot = lw.scope.find_slot(_BODY_THREADS)
     if slot is None:
         with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
-            slot = memref.AllocaOp(ir.MemRefType.get([], _i32()), [], []).result
+            slot = memref.AllocaOp(ir.MemRefType.get([], scalar_type(types.int32)), [],
+                                   []).result
             memref.StoreOp(const(types.int32, _configured_threads()), slot, [])
         lw.scope.slots[_BODY_THREADS] = slot
     return slot
@@ -169,8 +158,7 @@ def numba_get_num_threads(lw, args, sig, expr):
     if lw.parallel_depth > 0:
         count = memref.LoadOp(_body_threads(lw), []).result
     else:
-        symbol = _threading_layer(lw, GET_THREADS_SYMBOL, [], [_i32()])
-        count = func.CallOp([_i32()], symbol, []).result
+        count = threading_layer.get_num_threads(lw.mlower.module)
     return cast(count, types.int32, types.unliteral(sig.return_type))
 
 
@@ -186,9 +174,9 @@ def numba_set_num_threads(lw, args, sig, expr):
                       cmpi("slt", n, const(types.int64, 1))).result
     lw.errors.raise_if(lw, bad, lw.errors.code(
         ValueError, (f"The number of threads must be between 1 and {most}",)))
-    count = arith.TruncIOp(_i32(), n).result
+    count = cast(n, types.int64, types.int32)
     if lw.parallel_depth > 0:
         memref.StoreOp(count, _body_threads(lw), [])
     else:
-        func.CallOp([], _threading_layer(lw, SET_THREADS_SYMBOL, [_i32()], []), [count])
+        threading_layer.set_num_threads(lw.mlower.module, count)
     return None

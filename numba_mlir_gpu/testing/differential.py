@@ -975,10 +975,11 @@ DOCUMENTED: list[tuple[str, str, str, str, str, str]] = [
      "complex products whose partial products overflow: each step mixes the parts (inf - inf, "
      "inf * 0), so one order ends in NaN where another stays finite or reaches 0 (ours: a GPU "
      "tree)", "supported.md, Complex numbers"),
-    (r"np\.(cos|sin|tan|exp)", r"complex(64|128)", r".*", _only_infinity_signs,
-     "complex functions of infinite parts: Numba's formulas copy the sign of cos(inf) or "
-     "sin(inf), a NaN, onto an infinity (math.copysign); x86 makes NaNs negative, GPUs "
-     "positive, so the infinity's sign differs between the CPU and GPU kernels",
+    (r"np\.(cos|sin|tan|exp|sinh|cosh|tanh|arcsin|arccos|arctan|arcsinh|arccosh|arctanh)",
+     r"complex(64|128)", r".*", _only_infinity_signs,
+     "complex functions of infinite or NaN parts: Numba's formulas copy the sign of a NaN "
+     "(cos(inf), a NaN part) onto an infinity (math.copysign); x86 makes NaNs negative, "
+     "GPUs positive, so the infinity's sign differs between the CPU and GPU kernels",
      "supported.md, Complex numbers"),
     (r"np\.(remainder|mod)|a % b", r"float(32|64)", r".*", _only_signed_zeros_doc,
      "a zero float remainder is +0.0 as in Numba's np_real_mod_impl (NumPy gives the "
