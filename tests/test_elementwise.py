@@ -32,6 +32,12 @@ def ufunc_with_out(a, b, out):
     np.multiply(out, 2, out)
 
 
+def log_with_out(a, out):
+    # Numba's dead-code elimination takes np.log for pure whatever its
+    # arguments (frontend/numba_fixes.py): out was left unwritten
+    np.log(a, out)
+
+
 def divide_ints(a, b):
     return np.divide(a, b)
 
@@ -60,6 +66,7 @@ CASES = [
     (inplace_narrowing, lambda: (np.arange(5, dtype=np.int32), np.arange(5) * 2**31)),
     (broadcast_with_out, lambda: (np.ones((3, 4)), np.arange(4.0), np.zeros((3, 4)))),
     (ufunc_with_out, lambda: (np.arange(5.0), np.ones(5), np.zeros(5))),
+    (log_with_out, lambda: (np.arange(1.0, 6.0), np.zeros(5))),
     (divide_ints, lambda: (np.arange(6), np.array([1, 2, 0, 4, 5, 6]))),
     (scalar_ufuncs, lambda: (7, 2)),
     (scalar_ufuncs, lambda: (-7.5, 2.0)),

@@ -26,13 +26,19 @@ behaviour, so a comparison against it stays a comparison against Numba as shippe
   as its "shape", one item short, and `insert_equiv` asserts `Dimension mismatch`
   (njit(parallel=True) fails alike). With keywords the call gets no shape, as any
   call Numba knows nothing of.
+* `ir_utils.has_no_side_effect` (numba/core/ir_utils.py): `np.log` is on its list of
+  calls without side effects whatever their arguments, so dead-code elimination drops
+  `np.log(a, out)`, whose result is unused, and `out` is never written
+  (njit(parallel=True) leaves it unwritten too). A call given an output argument keeps
+  its side effect.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 
-from numba.core import ir
+import numpy as np
+from numba.core import ir, ir_utils
 from numba.core.ir_utils import get_definition, guard
 from numba.parfors import array_analysis
 from numba.parfors import parfor as numba_parfor
@@ -139,6 +145,20 @@ def _analyze_op_call(self, scope, equiv_set, expr, lhs):
 
 
 array_analysis.ArrayAnalysis._analyze_op_call = _analyze_op_call
+
+_numba_has_no_side_effect = ir_utils.has_no_side_effect
+
+
+def _has_no_side_effect(rhs, lives, call_table):
+    if getattr(_active, "depth", 0) and isinstance(rhs, ir.Expr) and rhs.op == "call" \
+            and call_table.get(rhs.func.name) == ["log", np] \
+            and (len(rhs.args) > 1 or any(name == "out" for name, _ in rhs.kws)):
+        return False
+    return _numba_has_no_side_effect(rhs, lives, call_table)
+
+
+ir_utils.has_no_side_effect = _has_no_side_effect
+numba_parfor.has_no_side_effect = _has_no_side_effect
 
 
 @contextlib.contextmanager
