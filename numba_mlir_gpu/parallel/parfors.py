@@ -31,7 +31,7 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
-from .races import refuse_colliding_stores
+from .races import refuse_colliding_stores, refuse_values_left_for_after
 from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
@@ -92,6 +92,7 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     # plain stores iterations provably share: refused (races.py); updates of
     # elements they may share: atomic (scatter.py)
     refuse_colliding_stores(lw, parfor)
+    refuse_values_left_for_after(lw, parfor)
     updates = atomic_updates(lw, parfor)
     with atomic_statements(lw, updates):
         _lower_parfor(lw, parfor, updates)
