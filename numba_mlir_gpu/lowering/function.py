@@ -347,16 +347,19 @@ class FunctionLowerer:
         ty = self.argtypes[index]
         return self._rebuild(ty, list(self.arguments[index]), origin=index)
 
-    def _rebuild(self, ty, flat: list, origin=None):
+    def _rebuild(self, ty, flat: list, origin=None, in_tuple=None):
+        """`in_tuple`: the index of the tuple argument an item belongs to (a
+        write into one of its arrays is a write of that argument)."""
         if isinstance(ty, types.BaseTuple):
-            return TupleValue([self._rebuild(t, flat, None) for t in ty.types], ty)
+            holder = origin if origin is not None else in_tuple
+            return TupleValue([self._rebuild(t, flat, None, holder) for t in ty.types], ty)
         if is_static(ty):
             return PyValue(static_value(ty))
         value = flat.pop(0)
         if isinstance(ty, types.Array):
             if not self.entry:
                 return ArrayValue(value, ty)
-            return self.target.bind_array_argument(self, value, ty, origin)
+            return self.target.bind_array_argument(self, value, ty, origin, in_tuple)
         return value
 
     def call(self, callee, args: list, sig, expr):

@@ -21,7 +21,7 @@ class CPUStrategy:
     # loops spread over them)? Here one worker runs it, as Numba does.
     cooperative_bodies = False
 
-    def bind_array_argument(self, lw, value, ty, origin):
+    def bind_array_argument(self, lw, value, ty, origin, in_tuple=None):
         if isinstance(ty, DeviceArrayType):
             raise UnsupportedConstructError(
                 f"GPU arrays ({ty}) on the CPU target (use the 'gpu' target, or copy the "

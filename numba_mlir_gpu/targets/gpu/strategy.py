@@ -34,7 +34,10 @@ class GPUStrategy(CPUStrategy):
         self.written = written_arguments(lw.func_ir)
         self.overwritten = overwritten_arguments(lw.func_ir)
 
-    def bind_array_argument(self, lw, value, ty, origin):
+    def bind_array_argument(self, lw, value, ty, origin, in_tuple=None):
+        """`in_tuple`: the tuple argument holding this array, if any: written
+        when the function writes any of the tuple's arrays (a namedtuple's
+        `a.y[:] = 5`), so copied back too; its copy in is always made."""
         if isinstance(ty, DeviceArrayType):
             return ArrayValue(value, ty, origin)      # used in place
         extents = [memref.DimOp(value, const_index(a)).result for a in range(ty.ndim)]
@@ -50,7 +53,7 @@ class GPUStrategy(CPUStrategy):
                 scf.YieldOp([])
         else:
             _copy(value, mirror, extents, contiguous)
-        if origin in self.written:
+        if origin in self.written or (in_tuple is not None and in_tuple in self.written):
             self.mirrors.append((mirror, value, extents, contiguous))
         return ArrayValue(mirror, ty if contiguous else ty.copy(layout="C"), origin)
 
