@@ -196,6 +196,10 @@ class EntryCalls:
             return context.make_tuple(builder, ty, items)
         if isinstance(ty, types.NoneType):
             return context.get_dummy_value()
+        if isinstance(ty, types.Optional):          # an Optional scalar: (valid, value)
+            held = cgutils.create_struct_proxy(ty)(context, builder)
+            held.valid, held.data = next(results), next(results)
+            return held._getvalue()
         if isinstance(ty, types.Array):
             origin = next(origins)
             if origin is not None:
@@ -247,5 +251,9 @@ class EntryCallLower(EntryCalls, lowering.Lower):
                 "was built (see numba_mlir_gpu.inspect_ptx) but nothing runs",))
             return
         retval = self.call_entry(self.compiled, fndesc.argtypes, args, fndesc.restype)
+        if isinstance(fndesc.restype, types.Optional):   # None, or the value (boxed by Numba)
+            self.call_conv.return_optional_value(self.builder, fndesc.restype, fndesc.restype,
+                                                 retval)
+            return
         self.call_conv.return_value(
             self.builder, self.context.get_return_value(self.builder, fndesc.restype, retval))

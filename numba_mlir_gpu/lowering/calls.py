@@ -18,8 +18,8 @@ from .build import cmpi, const
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, status_type
-from .types import is_fortran, is_scalar, is_static, static_value
-from .values import ArrayValue, BoundMethod, PyValue, TupleValue
+from .types import is_fortran, is_optional_scalar, is_scalar, is_static, static_value
+from .values import ArrayValue, BoundMethod, OptionalValue, PyValue, TupleValue
 
 
 def jitted_implementation(lw, expr, sig) -> Optional[tuple]:
@@ -120,7 +120,7 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr, restype):
     # type); a dispatcher compiled for an explicit signature (`i4(i8)` of a
     # body computing int64) returns the declared type, which the call is
     # typed with: convert as that dispatcher's own return would.
-    return cast(_rebuild(callee.restype, results, expr.loc), callee.restype, restype)
+    return lw.convert(_rebuild(callee.restype, results, expr.loc), callee.restype, restype)
 
 
 def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
@@ -151,7 +151,11 @@ def _flatten(value, ty, out: list, expr) -> None:
         for item, item_ty, want in zip(value.items, value.type.types, ty.types):
             _flatten(cast(item, item_ty, want) if is_scalar(want) else item, want, out, expr)
         return
-    if isinstance(value, ArrayValue):
+    if is_optional_scalar(ty):
+        if not isinstance(value, OptionalValue):
+            raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
+        out += [value.valid, value.value]
+    elif isinstance(value, ArrayValue):
         out.append(value.memref)
     elif isinstance(value, PyValue) or value is None:
         raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
@@ -171,6 +175,8 @@ def _rebuild(ty, results: list, loc):
         return TupleValue([_rebuild(t, results, loc) for t in ty.types], ty)
     if is_static(ty):
         return PyValue(static_value(ty))
+    if is_optional_scalar(ty):
+        return OptionalValue(results.pop(0), results.pop(0), ty)
     value = results.pop(0)
     if is_fortran(ty):      # returned as its C-ordered buffer, as by the entry
         return fortran_array(value, ty, loc)

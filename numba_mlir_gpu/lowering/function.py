@@ -19,17 +19,18 @@ from numba.core.ir_utils import find_topo_order
 from .._mlir import arith, cf, func, ir, memref
 from . import calls, casts
 from .arrays import constant_array, copy_array, fortran_storage
-from .build import const
+from .build import const, logical_not
 from .carried import CarriedArrays, carried_arrays
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
                        method_rules, stmt_rules, tuple_operator_rules, ufunc_rules,
                        unary_rules)
-from .types import (flat_types, is_fortran, is_scalar, is_static, param_type, static_value,
-                    storage_type)
-from .values import (ArrayValue, BoundMethod, ExceptionValue, PyValue, RangeSlots, RangeValue,
-                     ReturnPlan, SliceValue, TupleValue, any_array)
+from .types import (flat_types, is_fortran, is_optional_scalar, is_scalar, is_static,
+                    param_type, static_value, storage_type)
+from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalSlots, OptionalValue,
+                     PyValue, RangeSlots, RangeValue, ReturnPlan, SliceValue, TupleValue,
+                     any_array)
 
 
 class Scope:
@@ -242,10 +243,40 @@ class FunctionLowerer:
             raise UnsupportedConstructError(f"reading variable '{var.name}' here", var.loc)
         if isinstance(value, RangeSlots):
             return RangeValue(*(memref.LoadOp(slot, []).result for slot in value.slots()))
+        if isinstance(value, OptionalSlots):
+            ty = self.typeof(var.name)
+            return OptionalValue(self.load_slot(value.valid, types.boolean),
+                                 self.load_slot(value.value, ty.type), ty)
         return value
 
     def read_as(self, var: nir.Var, ty: types.Type):
-        return casts.cast(self.read(var), self.typeof(var.name), ty)
+        return self.convert(self.read(var), self.typeof(var.name), ty)
+
+    def convert(self, value, fromty: types.Type, ty: types.Type):
+        """casts.cast, and Numba's conversions of Optional values: into an
+        Optional (None, a scalar, another Optional) and out of one, which
+        raises TypeError when it holds None (as Numba's optional_to_any)."""
+        if is_optional_scalar(types.unliteral(ty)):
+            return self.optional(value, fromty, ty)
+        if isinstance(value, OptionalValue):
+            if not is_scalar(types.unliteral(ty)):
+                return value
+            self.errors.raise_if(self, logical_not(value.valid), self.errors.code(
+                TypeError, (f"expected {ty}, got None",)))
+            return casts.cast(value.value, value.type.type, ty)
+        return casts.cast(value, fromty, ty)
+
+    def optional(self, value, fromty: types.Type, ty: types.Optional) -> OptionalValue:
+        inner = types.unliteral(ty.type)
+        if isinstance(value, OptionalValue):
+            return OptionalValue(value.valid, casts.cast(value.value, value.type.type, inner), ty)
+        if (isinstance(value, PyValue) and value.obj is None) or \
+                isinstance(fromty, (types.NoneType, types.Omitted)):
+            return OptionalValue(const(types.boolean, 0), const(inner, 0), ty)
+        if not isinstance(value, ir.Value):
+            raise UnsupportedConstructError(
+                f"a {ty} value holding {_describe_value(value)}", self.loc)
+        return OptionalValue(const(types.boolean, 1), casts.cast(value, fromty, inner), ty)
 
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
@@ -269,6 +300,9 @@ class FunctionLowerer:
         if isinstance(value, RangeValue) and isinstance(types.unliteral(ty), types.RangeType):
             self._write_range(name, value)
             return
+        if is_optional_scalar(types.unliteral(ty)):
+            self._write_optional(name, self.optional(value, fromty or ty, ty))
+            return
         bound = self.scope.values.get(name)
         carried = name in self.carried.names and self.region is self.body_region
         if bound is not None and bound is not value and not carried:
@@ -276,6 +310,17 @@ class FunctionLowerer:
                 f"assigning variable '{name}' of type {ty} more than once "
                 "(only scalars may be reassigned)", self.loc)
         self.scope.values[name] = value
+
+    def _write_optional(self, name: str, value: OptionalValue) -> None:
+        """Optional(scalar) variables live in two slots, so that every
+        assignment (None in one branch, a value in another) merges like a
+        scalar's."""
+        slots = self.scope.find_value(name)
+        if not isinstance(slots, OptionalSlots):
+            slots = self.scope.values[name] = OptionalSlots(
+                self.new_slot(types.boolean), self.new_slot(value.type.type))
+        self.store_slot(value.valid, slots.valid, types.boolean)
+        self.store_slot(value.value, slots.value, value.type.type)
 
     def _write_range(self, name: str, value: RangeValue) -> None:
         """A range object lives in three i64 slots (start, stop, step), so
@@ -355,6 +400,8 @@ class FunctionLowerer:
             return TupleValue([self._rebuild(t, flat, None, holder) for t in ty.types], ty)
         if is_static(ty):
             return PyValue(static_value(ty))
+        if is_optional_scalar(ty):
+            return OptionalValue(flat.pop(0), flat.pop(0), ty)
         value = flat.pop(0)
         if isinstance(ty, types.Array):
             if not self.entry:
@@ -485,7 +532,10 @@ class FunctionLowerer:
                     value = copy_array(self, value)
                 results.append(value.memref)
         elif is_scalar(resty):
-            results.append(casts.cast(value, ty, resty))
+            results.append(self.convert(value, ty, resty))
+        elif is_optional_scalar(resty):
+            held = self.optional(value, ty, resty)
+            results += [held.valid, held.value]
         else:
             raise UnsupportedConstructError(f"returning {resty}", self.loc)
 

@@ -110,7 +110,14 @@ def flat_types(ty: types.Type, loc=None) -> list[types.Type]:
         return []
     if is_scalar(ty) or isinstance(ty, types.Array):
         return [ty]
+    if is_optional_scalar(ty):
+        return [types.boolean, ty.type]      # whether it holds a value, the value
     raise UnsupportedConstructError(f"arguments or results of type {ty}", loc)
+
+
+def is_optional_scalar(ty: types.Type) -> bool:
+    """Optional(T) of a scalar T: `z = None` in one branch, `z = y` in another."""
+    return isinstance(ty, types.Optional) and is_scalar(types.unliteral(ty.type))
 
 
 def mlir_type(ty: types.Type, loc=None) -> ir.Type:

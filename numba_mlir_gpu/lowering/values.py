@@ -71,6 +71,23 @@ class RangeValue:
 
 
 @dataclass
+class OptionalValue:
+    """A value of Optional(scalar): whether it holds one (i1) and the value
+    (meaningless when it does not)."""
+    valid: ir.Value
+    value: ir.Value
+    type: Any                  # the Optional type
+
+
+@dataclass
+class OptionalSlots:
+    """An Optional(scalar) variable's storage: a byte flag and the value's
+    slot, written by every assignment (None clears the flag)."""
+    valid: ir.Value
+    value: ir.Value
+
+
+@dataclass
 class RangeSlots:
     """A range variable's storage: rank-0 i64 slots (memref<i64>) of its
     start, stop and step, written by every assignment (function.py)."""

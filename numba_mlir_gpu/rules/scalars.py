@@ -13,10 +13,11 @@ import numba
 from numba.core import types
 
 from .._mlir import arith, math
-from ..lowering.build import cmpf, cmpi, const, select
+from ..lowering.build import cmpf, cmpi, const, logical_not, select
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import binop_rules, unary_rules
+from ..lowering.values import OptionalValue
 
 
 def _scalar_sig(sig, expr):
@@ -309,9 +310,14 @@ def invert(lw, args, sig, expr):
 
 def _identity(negate: bool):
     """`a is b` / `a is not b` where the answer follows from the types
-    (None, omitted arguments): what Numba's own lowering supports too."""
+    (None, omitted arguments), or of an Optional and None: what Numba's own
+    lowering supports too."""
     def rule(lw, args, sig, expr):
         kinds = [isinstance(t, (types.NoneType, types.Omitted)) for t in sig.args]
+        held = [a for a in args if isinstance(a, OptionalValue)]
+        if held and any(kinds) and len(held) == 1:
+            # `z is None` of an Optional: whether it holds no value
+            return held[0].valid if negate else logical_not(held[0].valid)
         if not any(kinds):
             raise UnsupportedConstructError(f"'is' between {sig.args[0]} and {sig.args[1]}",
                                             expr.loc)
