@@ -90,3 +90,19 @@ def test_gpu_mask_indexing_is_kernels():
     from .test_codegen import all_ptx, compile_only, entries
     ptx = all_ptx(compile_only(mask_assign_array, np.ones(8), np.ones(8) > 0, np.ones(8)))
     assert len(entries(ptx)) == 3      # count per chunk, positions per chunk, the writes
+
+
+def zero_d_index(x1, x2):
+    b = np.zeros((x1.shape[0],))
+    for i in range(1):
+        b += x1[:, x2]
+    return b, x1[x2, 1:]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_zero_d_index_arrays_act_as_integers(target):
+    """x1[:, np.array(4)]: a 0-d index array broadcasts to no axis (Numba's
+    test_parfor_slice22); negative ones count from the end."""
+    x1 = np.arange(70.0).reshape(10, 7)
+    check(zero_d_index, x1, np.array(4), target=target)
+    check(zero_d_index, x1, np.array(-2, dtype=np.int32), target=target)

@@ -58,6 +58,10 @@ class Selection:
         self.extents = []
         for axis, (value, ty) in enumerate(parts):
             extent = to_i64(dim(array.memref, axis))
+            if isinstance(ty, types.Array) and ty.ndim == 0 and \
+                    isinstance(ty.dtype, types.Integer):
+                # a 0-d index array broadcasts to no axis: NumPy takes its integer
+                value, ty = load_element(value, []), ty.dtype
             if isinstance(ty, types.Integer):
                 value = cast(value, ty, types.intp)
                 if ty.signed:
