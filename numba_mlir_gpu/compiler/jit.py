@@ -15,8 +15,10 @@ from .._libs import runtime_library
 from .._mlir import ExecutionEngine, gpu, ir, passmanager
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
+from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering.threading_layer import GET_THREADS_SYMBOL, SET_THREADS_SYMBOL
 from ..runtime.device import register_runtime
+from ..runtime.printing import register_printing
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
@@ -152,6 +154,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
         register_runtime(engine)
     register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
     register_threading_layer(engine, GET_THREADS_SYMBOL, SET_THREADS_SYMBOL)
+    register_printing(engine, PRINT_SYMBOLS)
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear

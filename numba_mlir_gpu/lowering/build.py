@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from numba.core import types
 
-from .._mlir import arith, complex_dialect, ir, memref
+from .._mlir import arith, complex_dialect, func, ir, memref
 from .types import index_type, scalar_type
 
 
@@ -129,3 +129,13 @@ def stack_copy(buffer: ir.Value) -> ir.Value:
         host = memref.AllocaOp(ir.MemRefType(buffer.type), [], []).result
     memref.CopyOp(buffer, host)
     return host
+
+
+def declare_function(module: ir.Module, symbol: str, inputs: list, results: list) -> str:
+    """An external function of the module (resolved by the engine), declared
+    once."""
+    if symbol not in ir.SymbolTable(module.operation):
+        with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
+            decl = func.FuncOp(symbol, ir.FunctionType.get(inputs, results))
+            decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    return symbol

@@ -25,8 +25,9 @@ module: a rule that needs another operation looks it up in the registries.
     complexes     complex numbers; registered over the rules above for complex
                   signatures, so imported last
     random        np.random: seed, uniform/normal/exponential/randint/poisson draws
+    printing      print() of numbers and constant strings in host code
 """
 from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
-               linalg, mathlib, nanfunctions, npufuncs, random, reductions, scalars, scans,
-               sorting, tuples, views)
+               linalg, mathlib, nanfunctions, npufuncs, printing, random, reductions,
+               scalars, scans, sorting, tuples, views)
 from . import complexes  # noqa: F401,E402  (after the rules it extends)
