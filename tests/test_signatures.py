@@ -17,7 +17,6 @@ import pytest
 from numba import prange
 
 import numba_mlir_gpu
-from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
 from .support import TARGETS, assert_same
 
@@ -483,20 +482,14 @@ OPTIONAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("fn, sig, args", OPTIONAL_CASES, ids=name)
-def test_optional_is_refused_clearly(fn, sig, args):
-    """Our lowering has no Optional values: a clear refusal naming the type
-    (not an internal error) with the fallback off ..."""
-    with pytest.raises(UnsupportedConstructError, match="OptionalType"):
-        ours(sig, fn, "cpu")
-
-
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fallback", [False, True])
 @pytest.mark.parametrize("fn, sig, args", OPTIONAL_CASES, ids=name)
-def test_optional_with_the_fallback(fn, sig, args, target):
-    """... and Numba's results through the host fallback."""
+def test_optional_signatures(fn, sig, args, fallback, target):
+    """Optional scalar arguments and results of explicit signatures (None
+    or a number, narrowed to the declared type) through MLIR, as Numba."""
     ref = numba.njit(sig)(fn)
-    got_fn = numba_mlir_gpu.njit(sig, target=target)(fn)
+    got_fn = numba_mlir_gpu.njit(sig, target=target, fallback=fallback)(fn)
     for a in args:
         expected, got = ref(*a), got_fn(*a)
         _assert_same_types(got, expected)

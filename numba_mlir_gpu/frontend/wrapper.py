@@ -141,6 +141,9 @@ class EntryCalls:
                     for s in cgutils.unpack_tuple(builder, ary.strides, ty.ndim)]
         elif is_static(ty):
             return          # compile-time values: the MLIR entry has no parameter
+        elif isinstance(ty, types.Optional):     # an Optional scalar: (valid, value)
+            held = self.context.make_helper(builder, ty, value=value)
+            out += [cgutils.as_bool_bit(builder, held.valid), held.data]
         else:
             out.append(value)
 

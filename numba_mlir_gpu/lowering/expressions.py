@@ -20,7 +20,7 @@ from .values import ArrayValue, FlatValue, IterPair, PyValue, TupleValue
 
 
 def _result(lw, value, fromty, target):
-    return casts.cast(value, fromty, lw.typeof(target))
+    return lw.convert(value, fromty, lw.typeof(target))
 
 
 _LITERAL_COMPARISONS = {operator.eq: operator.eq, operator.ne: operator.ne}
