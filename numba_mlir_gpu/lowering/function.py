@@ -276,6 +276,8 @@ class FunctionLowerer:
         if not isinstance(value, ir.Value):
             raise UnsupportedConstructError(
                 f"a {ty} value holding {_describe_value(value)}", self.loc)
+        if isinstance(fromty, types.Optional):      # a value already of the held type
+            fromty = fromty.type
         return OptionalValue(const(types.boolean, 1), casts.cast(value, fromty, inner), ty)
 
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
