@@ -146,6 +146,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
             opt_level: int = 3) -> JitFunction:
     from llvmlite import binding as ll
     shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
+    declared = ir.SymbolTable(module.operation)
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)
     except Exception as exc:   # the engine reports failures as plain RuntimeError
@@ -153,8 +154,12 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     if gpu:
         register_runtime(engine)
     register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
-    register_threading_layer(engine, GET_THREADS_SYMBOL, SET_THREADS_SYMBOL)
-    register_printing(engine, PRINT_SYMBOLS)
+    # only where the code calls them: resolving the threading layer launches
+    # Numba's worker threads
+    if GET_THREADS_SYMBOL in declared or SET_THREADS_SYMBOL in declared:
+        register_threading_layer(engine, GET_THREADS_SYMBOL, SET_THREADS_SYMBOL)
+    if any(symbol in declared for symbol in PRINT_SYMBOLS):
+        register_printing(engine, PRINT_SYMBOLS)
     engine.initialize()   # global constructors: GPU binaries, the async runtime
     # Engines are never destroyed (Numba never unloads code either): a
     # destroyed engine calls the runtime libraries' destroy hooks, which tear
