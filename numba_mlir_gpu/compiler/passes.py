@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from .._mlir import func, ir, llvm
+from ..lowering.build import declare_function
 from ..lowering.fastmath import allows_approximate_functions
 from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
@@ -276,15 +277,10 @@ _LIBM = {"math.expm1": "expm1", "math.log1p": "log1p"}
 
 
 def precise_libm_calls(module) -> None:
-    declared = set()
     for op in _ops(module, lambda op: op.name in _LIBM and not _inside(op, "gpu.module")):
         x = op.operands[0]
-        name = _LIBM[op.name] + ("f" if isinstance(x.type, ir.F32Type) else "")
-        if name not in declared:
-            declared.add(name)
-            with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-                decl = func.FuncOp(name, ir.FunctionType.get([x.type], [x.type]))
-                decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        name = declare_function(module, _LIBM[op.name] + ("f" if isinstance(x.type, ir.F32Type)
+                                                          else ""), [x.type], [x.type])
         with ir.InsertionPoint(op), op.location:
             call = func.CallOp([x.type], name, [x])
         op.results[0].replace_all_uses_with(call.results[0])

@@ -20,7 +20,7 @@ from typing import Callable
 from numba.core import types
 
 from .._mlir import arith, func, ir, memref, scf
-from .build import cmpi
+from .build import cmpi, declare_function
 from .values import ArrayValue
 
 # Marker functions: @<prefix><memref type>(memref, indices..., expected,
@@ -67,14 +67,8 @@ def update_atomically(module: ir.Module, array: ArrayValue, indices: list,
 
 
 def _declare_marker(module: ir.Module, memref_type: ir.Type, rank: int, bits: ir.Type) -> str:
-    name = f"{COMPARE_EXCHANGE_MARKER}{memref_type}"
-    if name not in ir.SymbolTable(module.operation):
-        index = ir.IndexType.get()
-        with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-            decl = func.FuncOp(name, ir.FunctionType.get([memref_type] + [index] * rank +
-                                                         [bits, bits], [bits]))
-            decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    return name
+    return declare_function(module, f"{COMPARE_EXCHANGE_MARKER}{memref_type}",
+                            [memref_type] + [ir.IndexType.get()] * rank + [bits, bits], [bits])
 
 
 def _to_bits(value: ir.Value, bits: ir.Type) -> ir.Value:

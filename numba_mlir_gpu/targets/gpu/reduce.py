@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, complex_dialect, func, gpu, ir, memref, scf
-from ...lowering.build import (cmpi, const_index, load_value, memory_type, select, stack_copy,
-                               store_value, value_buffer)
+from ...lowering.build import (cmpi, const_index, declare_function, load_value, memory_type,
+                               select, stack_copy, store_value, value_buffer)
 from . import schedules
 
 THREADS = schedules.REDUCE_THREADS
@@ -221,8 +221,4 @@ def barrier() -> None:
 
 
 def declare_barrier_marker(module: ir.Module) -> None:
-    if BARRIER_MARKER in ir.SymbolTable(module.operation):
-        return
-    with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-        decl = func.FuncOp(BARRIER_MARKER, ir.FunctionType.get([], []))
-        decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    declare_function(module, BARRIER_MARKER, [], [])
