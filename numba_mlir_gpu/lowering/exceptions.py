@@ -9,6 +9,7 @@ Numba's wrapper turns a non-zero status into the Python exception.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 from numba.core import types
@@ -96,6 +97,17 @@ class FunctionErrors:
             return False
         self._anchor, self._on_device, self.flag = anchor, on_device, None
         return True
+
+    @contextlib.contextmanager
+    def loop(self, lw, on_device: bool):
+        """Around a loop's lowering: the flag its body raises into is made
+        (on first need) before it and checked after it, unless an outer loop
+        already holds one."""
+        anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
+        outermost = self.begin_loop(anchor, on_device)
+        yield
+        if outermost:
+            self.end_loop(lw)
 
     def end_loop(self, lw) -> None:
         flag, self.flag, self._anchor = self.flag, None, None

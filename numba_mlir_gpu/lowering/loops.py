@@ -49,15 +49,12 @@ def parallel_for(lw, extents: Sequence[ir.Value], body: Callable[[list], None]) 
         else:
             sequential_for(extents, body)
         return
-    anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
-    outermost = lw.errors.begin_loop(anchor, on_device=False)
-    lw.parallel_depth += 1
-    try:
-        flat_parallel(product(extents), lambda k: body(delinearize(k, extents)))
-    finally:
-        lw.parallel_depth -= 1
-    if outermost:
-        lw.errors.end_loop(lw)
+    with lw.errors.loop(lw, on_device=False):
+        lw.parallel_depth += 1
+        try:
+            flat_parallel(product(extents), lambda k: body(delinearize(k, extents)))
+        finally:
+            lw.parallel_depth -= 1
 
 
 def _raising_in_place(lw, body: Callable[[list], None]) -> Callable[[list], None]:

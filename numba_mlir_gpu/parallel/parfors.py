@@ -100,12 +100,8 @@ def lower_parfor(lw, parfor: Parfor) -> None:
 
 def _lower_parfor(lw, parfor: Parfor, updates: list = ()) -> None:
     lw.lower_stmts(parfor.init_block.body)
-    with lw.ip, lw.location(parfor.loc):
-        anchor = arith.ConstantOp(ir.IntegerType.get_signless(1), 0).operation
-        outermost = lw.errors.begin_loop(anchor, on_device=lw.parallel_depth > 0)
+    with lw.ip, lw.location(parfor.loc), lw.errors.loop(lw, on_device=lw.parallel_depth > 0):
         _lower_loop(lw, parfor, list(updates))
-        if outermost:
-            lw.errors.end_loop(lw)
 
 
 def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
