@@ -9,7 +9,7 @@ import numpy as np
 from numba.core import types
 
 from .._mlir import arith, ir, memref
-from .build import const_i64, dim, to_i64, to_index
+from .build import const_i64, constant_global, dim, to_i64, to_index
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .types import is_fortran, memref_type, storage_type, strided_memref_type
@@ -121,15 +121,9 @@ def constant_array(lw, value: np.ndarray, ty: types.Array) -> ArrayValue:
     data = np.ascontiguousarray(value)
     if data.dtype == np.bool_:
         data = data.astype(np.uint8)
-    static = ir.MemRefType.get(list(data.shape), element)
-    name = f"{lw.name}_global_{len(lw.global_arrays)}"
-    with ir.InsertionPoint(lw.mlower.module.body):
-        memref.GlobalOp(name, ir.TypeAttr.get(static), sym_visibility="private",
-                        initial_value=ir.DenseElementsAttr.get(
-                            data, type=ir.RankedTensorType.get(list(data.shape), element)),
-                        constant=True)
-    source = memref.GetGlobalOp(static, name).result
+    source = constant_global(lw.mlower.module, f"{lw.name}_global_{len(lw.global_arrays)}",
+                             data, element)
     result = allocate(lw, ty.copy(layout="C", readonly=False),
                       [to_index(const_i64(n)) for n in data.shape])
-    memref.CopyOp(source, memref.CastOp(static, result.memref).result)
+    memref.CopyOp(source, memref.CastOp(source.type, result.memref).result)
     return ArrayValue(result.memref, ty)

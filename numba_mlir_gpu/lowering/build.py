@@ -139,3 +139,15 @@ def declare_function(module: ir.Module, symbol: str, inputs: list, results: list
             decl = func.FuncOp(symbol, ir.FunctionType.get(inputs, results))
             decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
     return symbol
+
+
+def constant_global(module: ir.Module, name: str, data, element: ir.Type) -> ir.Value:
+    """A constant memref.global `name` of the module holding the NumPy array
+    `data` (elements of MLIR type `element`), read here."""
+    static = ir.MemRefType.get(list(data.shape), element)
+    with ir.InsertionPoint(module.body):
+        memref.GlobalOp(name, ir.TypeAttr.get(static), sym_visibility="private",
+                        initial_value=ir.DenseElementsAttr.get(
+                            data, type=ir.RankedTensorType.get(list(data.shape), element)),
+                        constant=True)
+    return memref.GetGlobalOp(static, name).result

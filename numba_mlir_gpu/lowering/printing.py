@@ -9,7 +9,7 @@ import numpy as np
 from numba.core import types
 
 from .._mlir import arith, func, ir, memref
-from .build import const, declare_function
+from .build import const, constant_global, declare_function
 from .casts import cast
 
 PRINT_INT_SYMBOL = "nmg_print_int"        # (i64 value, i32 unsigned?)
@@ -39,18 +39,12 @@ def print_number(module: ir.Module, value: ir.Value, ty: types.Type) -> None:
 
 
 def print_text(module: ir.Module, text: str, name: str) -> None:
-    data = text.encode("utf-8") or b"\0"
-    static = ir.MemRefType.get([len(data)], _i(8))
-    with ir.InsertionPoint(module.body):
-        memref.GlobalOp(name, ir.TypeAttr.get(static), sym_visibility="private",
-                        initial_value=ir.DenseElementsAttr.get(
-                            np.frombuffer(data, dtype=np.uint8).astype(np.int8),
-                            type=ir.RankedTensorType.get([len(data)], _i(8))),
-                        constant=True)
-    source = memref.GetGlobalOp(static, name).result
+    encoded = text.encode("utf-8")
+    data = np.frombuffer(encoded or b"\0", dtype=np.uint8).astype(np.int8)  # no empty global
+    source = constant_global(module, name, data, _i(8))
     address = arith.IndexCastOp(_i(64), memref.ExtractAlignedPointerAsIndexOp(source).result)
     symbol = declare_function(module, PRINT_TEXT_SYMBOL, [_i(64), _i(64)], [])
-    func.CallOp([], symbol, [address.result, const(types.int64, len(text.encode("utf-8")))])
+    func.CallOp([], symbol, [address.result, const(types.int64, len(encoded))])
 
 
 def print_end(module: ir.Module) -> None:
