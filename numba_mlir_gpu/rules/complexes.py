@@ -719,9 +719,9 @@ def arccosh(lw, args, sig, expr):
     np_complex_acosh_impl (its sqrt and log are the cmath ones)."""
     (z,), ty = _operands(args, sig, expr)
     unary = signature(ty, ty)
-    one = complexes.make(const(complexes.part_type(ty), 1.0), const(complexes.part_type(ty), 0.0),
-                         ty)
-    root_up = _sqrt_rule(lw, [complex_dialect.AddOp(z, one).result], unary, expr)
+    fty = complexes.part_type(ty)
+    one = complexes.make(const(fty, 1.0), const(fty, 0.0), ty)
+    root_up = _sqrt_rule(lw, [complexes.add(z, one)], unary, expr)
     root_down = _sqrt_rule(lw, [complex_dialect.SubOp(z, one).result], unary, expr)
     inner = complexes.add(z, complexes.mul(root_up, root_down, ty))
     return _LOG(lw, [inner], unary, expr)
