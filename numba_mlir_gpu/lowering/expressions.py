@@ -14,7 +14,7 @@ from . import casts, iteration
 from .build import cmpi, const, select
 from .errors import UnsupportedConstructError
 from .indexing import load_item, static_index
-from .registry import expr_rules, inplace_array_rules
+from .registry import expr_rules
 from .types import is_fortran, is_scalar, strided_memref_type
 from .values import ArrayValue, FlatValue, IterPair, PyValue, TupleValue
 
@@ -40,11 +40,7 @@ def lower_binop(lw, expr, target):
     lhs = lw.read_as(expr.lhs, sig.args[0])
     rhs = lw.read_as(expr.rhs, sig.args[1])
     if expr.op == "inplace_binop" and isinstance(lhs, ArrayValue):
-        rule = inplace_array_rules.get(expr.fn)
-        if rule is None:
-            raise UnsupportedConstructError(f"the operator {expr.fn.__name__} on arrays",
-                                            expr.loc)
-        return rule(lw, expr.fn, [lhs, rhs], sig, expr)
+        return lw.inplace_binop(expr.fn, fn, lhs, rhs, sig, expr)
     return _result(lw, lw.binop(fn, lhs, rhs, sig, expr), sig.return_type, target)
 
 

@@ -24,8 +24,8 @@ from .carried import CarriedArrays, carried_arrays
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
-                       method_rules, stmt_rules, tuple_operator_rules, ufunc_rules,
-                       unary_rules)
+                       inplace_array_rules, method_rules, stmt_rules, tuple_operator_rules,
+                       ufunc_rules, unary_rules)
 from .types import (flat_types, is_fortran, is_optional_scalar, is_scalar, is_static,
                     param_type, static_value, storage_type)
 from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalSlots, OptionalValue,
@@ -469,6 +469,17 @@ class FunctionLowerer:
         if rule is None:
             raise UnsupportedConstructError(f"the operator {getattr(fn, '__name__', fn)}", expr.loc)
         return rule(self, [lhs, rhs], sig, expr)
+
+    def inplace_binop(self, fn, immutable_fn, lhs, rhs, sig, expr):
+        """`lhs <op>= rhs` (`fn` operator.iadd..., `immutable_fn` operator.add...):
+        an array is updated in place and returned, other values get the plain
+        operator."""
+        if isinstance(lhs, ArrayValue):
+            rule = inplace_array_rules.get(fn)
+            if rule is None:
+                raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
+            return rule(self, fn, [lhs, rhs], sig, expr)
+        return self.binop(immutable_fn, lhs, rhs, sig, expr)
 
     def unary(self, fn, value, sig, expr):
         if any_array((value,)):

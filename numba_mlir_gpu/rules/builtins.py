@@ -17,7 +17,7 @@ from ..lowering import threading_layer
 from ..lowering.build import cmpi, const, const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.registry import call_rules, inplace_array_rules
+from ..lowering.registry import call_rules
 from ..lowering.types import scalar_type
 from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
 
@@ -107,12 +107,7 @@ def _inplace_operator_call(fn, immutable):
         if len(args) != 2:
             raise UnsupportedConstructError(f"operator.{fn.__name__} with {len(args)} arguments",
                                             expr.loc)
-        if isinstance(args[0], ArrayValue):
-            array_rule = inplace_array_rules.get(fn)
-            if array_rule is None:
-                raise UnsupportedConstructError(f"the operator {fn.__name__} on arrays", expr.loc)
-            return array_rule(lw, fn, args, sig, expr)
-        return lw.binop(immutable, *args, sig, expr)
+        return lw.inplace_binop(fn, immutable, *args, sig, expr)
     return rule
 
 
