@@ -513,3 +513,47 @@ def test_set_num_threads():
                 compiled(n)
     finally:
         numba.set_num_threads(most)
+
+
+# -- numba.parallel_chunksize ---------------------------------------------------------------
+
+def chunksize_block(cs, n):
+    """Numba's TestParforChunksizing.test_all_iterations_reset_chunksize: every
+    iteration runs, and each reads a chunk size of 0 (as Numba's workers)."""
+    res = np.zeros(n)
+    inner_cs = np.full(n, -13)
+    with numba.parallel_chunksize(cs):
+        for i in prange(n):
+            inner_cs[i] = numba.get_parallel_chunksize()
+            res[i] = 13
+    return res, inner_cs, numba.get_parallel_chunksize()
+
+
+def chunksize_around_block(x):
+    cs1 = numba.get_parallel_chunksize()
+    with numba.parallel_chunksize(x):
+        cs2 = numba.get_parallel_chunksize()
+    return cs1, cs2, numba.get_parallel_chunksize()
+
+
+def set_chunksize(n):
+    return numba.set_parallel_chunksize(n)
+
+
+def test_parallel_chunksize():
+    """The block sets the calling thread's chunk size in Numba's threading
+    layer and restores it; set_parallel_chunksize returns the size before and
+    raises Numba's ValueError below 0."""
+    try:
+        for n in (997, 1000):
+            same(chunksize_block, 3, n, parallel=True)
+        builds_for_gpu(chunksize_block, 3, 64)
+        compiled = njit(target="cpu", fallback=False)(chunksize_around_block)
+        assert compiled(8) == (0, 8, 0)
+        setter = njit(target="cpu", fallback=False)(set_chunksize)
+        assert setter(5) == 0 and numba.get_parallel_chunksize() == 5
+        assert setter(0) == 5 and numba.get_parallel_chunksize() == 0
+        with pytest.raises(ValueError, match="greater than or equal to zero"):
+            setter(-1)
+    finally:
+        numba.set_parallel_chunksize(0)

@@ -98,13 +98,6 @@ def test_safe_stores_compile_and_match_numba(fn, make_args, target):
     check(fn, *make_args(), target=target)
 
 
-def last_value_read_after(n):
-    c = 0
-    for i in prange(n):
-        c = i
-    return c
-
-
 def value_used_inside_only(a):
     out = np.zeros_like(a)
     for i in prange(a.shape[0]):
@@ -112,16 +105,6 @@ def value_used_inside_only(a):
         out[i] = t + 1
     t = 5.0
     return out, t
-
-
-@pytest.mark.parametrize("fn, args", [(last_value_read_after, (10,))])
-def test_values_left_for_after_the_loop_are_refused(fn, args):
-    """A scalar assigned in a prange body and read after the loop (Numba's
-    `races`): Numba keeps whichever thread wrote last and warns; ours read
-    the value from before the loop (test_parfors' test_issue9256_*), a wrong
-    result. Now a clear error naming the variable."""
-    with pytest.raises(UnsupportedConstructError, match="reading variable 'c' after"):
-        ours(fn, "cpu")(*args)
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -468,3 +468,53 @@ def test_views_assigned_in_gpu_kernels_are_not_copied_in_the_kernel():
                      (shift_rows_right, (x,))]:
         ptx = all_ptx(compile_only(fn, *args))
         assert "malloc" not in ptx and ".entry" in ptx
+
+
+# -- .real / .imag of arrays --------------------------------------------------------
+
+def parts_squared(z):
+    # Numba's test_parfors.TestParforNumPy.test_real_imag_attr
+    return np.sum(z.real ** 2 + z.imag ** 2)
+
+
+def write_through_parts(z):
+    z.real[:] = 3.0
+    z.imag[1] = -1.0
+    return z.sum()
+
+
+def parts_of_views(z):
+    r = z.imag
+    return r[::2].copy(), z.real.shape, z.T.real[1, 0]
+
+
+def parts_of_real_arrays(a):
+    return a.real + 1, a.imag
+
+
+def parts_in_prange(z, out):
+    for i in prange(z.shape[0]):
+        out[i] = z.real[i] * z.imag[i]
+
+
+PART_CASES = [
+    (parts_squared, lambda: (np.arange(5) * (1 + 1j),)),
+    (write_through_parts, lambda: (np.arange(7) * (2 - 1j),)),
+    (parts_of_views, lambda: ((np.arange(12) * (1 - 1j)).reshape(3, 4).astype(np.complex64),)),
+    (parts_of_real_arrays, lambda: (np.arange(4.0),)),
+    (parts_in_prange, lambda: (np.arange(37) * (0.5 + 2j), np.zeros(37))),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, make_args", PART_CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_real_and_imag_are_views(fn, make_args, target):
+    """A complex array's .real and .imag alias its elements' parts, as in
+    NumPy: reads, writes through them, and views of them."""
+    check(fn, *make_args(), target=target)
+
+
+def test_real_and_imag_views_compile_for_the_gpu():
+    from .test_codegen import compile_only
+    for fn, make_args in PART_CASES:
+        compile_only(fn, *make_args())

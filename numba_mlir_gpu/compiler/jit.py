@@ -16,7 +16,7 @@ from .._mlir import ExecutionEngine, gpu, ir, passmanager
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
-from ..lowering.threading_layer import GET_THREADS_SYMBOL, SET_THREADS_SYMBOL
+from ..lowering import threading_layer
 from ..runtime.device import register_runtime
 from ..runtime.printing import register_printing
 from ..runtime.threads import register_threading_layer
@@ -156,8 +156,9 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     register_state(engine, STATE_SYMBOL)    # np.random's generator, shared by every engine
     # only where the code calls them: resolving the threading layer launches
     # Numba's worker threads
-    if GET_THREADS_SYMBOL in declared or SET_THREADS_SYMBOL in declared:
-        register_threading_layer(engine, GET_THREADS_SYMBOL, SET_THREADS_SYMBOL)
+    layer = {s: f for s, f in threading_layer.SYMBOLS.items() if s in declared}
+    if layer:
+        register_threading_layer(engine, layer)
     if any(symbol in declared for symbol in PRINT_SYMBOLS):
         register_printing(engine, PRINT_SYMBOLS)
     engine.initialize()   # global constructors: GPU binaries, the async runtime

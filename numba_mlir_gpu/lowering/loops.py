@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from .._mlir import arith, ir, memref, scf
 from .build import const_index, load_value, store_value, value_buffer
+from .types import scalar_type
 
 
 def product(values: Sequence[ir.Value]) -> ir.Value:
@@ -88,15 +89,38 @@ def chunk_bounds(t: ir.Value, total: ir.Value, chunks: int) -> tuple[ir.Value, i
     return chunk_span(t, arith.CeilDivUIOp(total, const_index(chunks)).result, total)
 
 
+# -- reductions, flattened --------------------------------------------------------
+# A reduction (parallel/reduction.py) accumulates one or several values: its
+# `types`, `identity_values()` and `combine_values(a, b)` are lists. Loops
+# carry the values of all a loop's reductions as one flat list.
+
+def accumulator_types(reductions) -> list[ir.Type]:
+    return [scalar_type(ty) for red in reductions for ty in red.types]
+
+
+def identities(reductions) -> list[ir.Value]:
+    return [value for red in reductions for value in red.identity_values()]
+
+
+def combine_each(reductions, a: list, b: list) -> list[ir.Value]:
+    """The flat values `a` and `b` combined reduction by reduction."""
+    result = []
+    for red in reductions:
+        n = len(red.types)
+        result += red.combine_values(a[:n], b[:n])
+        a, b = a[n:], b[n:]
+    return result
+
+
 def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.Value]:
     """In parallel, chunk t of [0, total) folds its iterations in order with
     `step(k, accs)` from the reductions' identities into partial[t]; returns
-    one buffer of `chunks` partials per reduction."""
-    partials = [value_buffer([chunks], r.mlir_type) for r in reductions]
+    one buffer of `chunks` partials per accumulated value."""
+    partials = [value_buffer([chunks], ty) for ty in accumulator_types(reductions)]
 
     def chunk(t):
         lo, hi = chunk_bounds(t, total, chunks)
-        loop = scf.ForOp(lo, hi, const_index(1), [r.identity_value() for r in reductions])
+        loop = scf.ForOp(lo, hi, const_index(1), identities(reductions))
         with ir.InsertionPoint(loop.body):
             scf.YieldOp(step(loop.induction_variable, list(loop.inner_iter_args)))
         for p, value in zip(partials, loop.results):
@@ -106,14 +130,14 @@ def chunked_partials(total: ir.Value, chunks: int, reductions, step) -> list[ir.
 
 
 def fold_in_order(partials: list[ir.Value], count: ir.Value, reductions) -> list[ir.Value]:
-    """partial[0] op ... op partial[count - 1] for each reduction's buffer,
+    """partial[0] op ... op partial[count - 1] for each reduction's buffers,
     from the identities, in this order (a host loop when emitted there)."""
-    loop = scf.ForOp(const_index(0), count, const_index(1),
-                     [r.identity_value() for r in reductions])
+    loop = scf.ForOp(const_index(0), count, const_index(1), identities(reductions))
     with ir.InsertionPoint(loop.body):
         j = loop.induction_variable
-        scf.YieldOp([red.combine(acc, load_value(p, [j], red.mlir_type)) for red, acc, p
-                     in zip(reductions, loop.inner_iter_args, partials)])
+        values = [load_value(p, [j], ty)
+                  for p, ty in zip(partials, accumulator_types(reductions))]
+        scf.YieldOp(combine_each(reductions, list(loop.inner_iter_args), values))
     return list(loop.results)
 
 

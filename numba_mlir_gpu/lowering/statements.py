@@ -56,6 +56,12 @@ def lower_del(lw, stmt: nir.Del) -> None:
     """Lifetimes are MLIR's business (buffer deallocation), not Numba's."""
 
 
+@stmt_rules.register(nir.PopBlock)
+def lower_pop_block(lw, stmt: nir.PopBlock) -> None:
+    """The end of a `with` block whose context Numba has already expanded
+    into calls (numba.parallel_chunksize): nothing to do, as in Numba."""
+
+
 @stmt_rules.register(nir.StaticRaise)
 def lower_static_raise(lw, stmt: nir.StaticRaise) -> None:
     if stmt.exc_class is None:

@@ -28,8 +28,8 @@ from .._mlir import arith, ir, memref, scf
 from ..lowering.arrays import fill, load_element, shape_of, store_element
 from ..lowering.build import const_index, stack_copy, store_value, value_buffer
 from ..lowering.errors import UnsupportedConstructError, user_name
-from ..lowering.loops import (chunk_span, delinearize, flat_parallel, fold_in_order, parallel_for,
-                              product)
+from ..lowering.loops import (accumulator_types, chunk_span, delinearize, flat_parallel,
+                              fold_in_order, identities, parallel_for, product)
 from ..lowering.types import memref_type
 from ..lowering.values import ArrayValue
 from .nest import capture
@@ -71,13 +71,14 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
         array = lw.read(nir.Var(None, name, parfor.loc))
         reductions.append((name, array, Reduction(name, ty.dtype, op, 0 if op is operator.add
                                                    else 1)))
-    captured = capture(lw, parfor, set(nest.vars) | set(names) | {r.name for r in scalars})
+    captured = capture(lw, parfor, set(nest.vars) | set(names) |
+                       {name for r in scalars for name in r.names})
     total = product(nest.trips)
     sizes = [product(shape_of(array)) for _, array, _ in reductions]
     chunks = lw.target.array_reduction_chunks(total, sizes, [
         red.type.bitwidth // 8 for _, _, red in reductions])
     privates = [_private_copies(array, chunks) for _, array, _ in reductions]
-    partials = [value_buffer([MAX_CHUNKS], r.mlir_type) for r in scalars]
+    partials = [value_buffer([MAX_CHUNKS], ty) for ty in accumulator_types(scalars)]
 
     def start(t):
         views = {}
@@ -94,7 +95,7 @@ def lower_array_reductions(lw, parfor, nest, names: list, scalars: list[Reductio
         for partial, acc in zip(partials, accs):
             store_value(acc, partial, [t])
     chunks = lw.target.chunked_loop(lw, total, chunks, sizes, list(inner_trips), Chunk(
-        start, iteration, finish, [r.identity_value() for r in scalars]))
+        start, iteration, finish, identities(scalars)))
     for (name, array, red), private in zip(reductions, privates):
         fold_copies(lw, array, private, red, chunks)   # freed by buffer deallocation
     # folded on the host, in chunk order

@@ -21,6 +21,7 @@ from ..lowering.casts import cast
 from ..lowering.function import RegionBlocks, Scope
 from ..lowering.random_streams import iteration
 from ..lowering.types import is_scalar, scalar_type
+from .last_values import ITERATION, LastValue, linear_iteration
 from .reduction import Reduction
 
 def _bound(lw, value) -> ir.Value:
@@ -144,6 +145,8 @@ class BodyLowering:
                 lw.bind_scalar(name, cast(value, types.int64, lw.typeof(name)), scope)
             for (name, _), acc in zip(variables, accumulators):
                 lw.bind_scalar(name, acc, scope)
+            if any(isinstance(red, LastValue) for red in self.reductions):
+                lw.bind_scalar(ITERATION, linear_iteration(counters, self.nest.trips), scope)
             # np.random draws keyed by this iteration (lowering/random_streams.py)
             draws.enter_context(iteration(lw, self.nest.random, counters, self.nest.trips,
                                           scope))

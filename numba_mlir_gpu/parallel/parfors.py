@@ -20,7 +20,7 @@ from numba.parfors.parfor import Parfor
 from .._mlir import arith, ir, scf
 from ..lowering.build import const_i64, dim, to_i64
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.loops import product, sequential_for
+from ..lowering.loops import accumulator_types, identities, product, sequential_for
 from ..lowering.random_streams import parfor_stream
 from ..lowering.registry import stmt_rules
 from ..lowering.types import is_scalar
@@ -31,7 +31,9 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
-from .races import refuse_colliding_stores, refuse_values_left_for_after
+from .last_values import (LastValue, initial_values, last_values, positions_marked,
+                          read_outside)
+from .races import refuse_colliding_stores
 from .scatter import atomic_statements, atomic_updates, privatizable
 
 _COMBINE = {operator.iadd: operator.add, operator.add: operator.add,
@@ -86,25 +88,27 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     if lw.parallel_depth > 0:
         _lower_parfor(lw, parfor)
         return
+    outside = read_outside(lw, parfor)
     # on every target, so the analysis is the same everywhere: where no
     # threads share an iteration, a nested parfor runs in order
     parfor = collapse_perfect_nest(lw, parallelize_inner_loops(lw, parfor))
     # plain stores iterations provably share: refused (races.py); updates of
     # elements they may share: atomic (scatter.py)
     refuse_colliding_stores(lw, parfor)
-    refuse_values_left_for_after(lw, parfor)
+    # scalars read after the loop: the last iteration's values (last_values.py)
+    last = last_values(lw, parfor, outside)
     updates = atomic_updates(lw, parfor)
-    with atomic_statements(lw, updates):
-        _lower_parfor(lw, parfor, updates)
+    with atomic_statements(lw, updates), positions_marked(lw, last, parfor):
+        _lower_parfor(lw, parfor, updates, last)
 
 
-def _lower_parfor(lw, parfor: Parfor, updates: list = ()) -> None:
+def _lower_parfor(lw, parfor: Parfor, updates: list = (), last: list = ()) -> None:
     lw.lower_stmts(parfor.init_block.body)
     with lw.ip, lw.location(parfor.loc), lw.errors.loop(lw, on_device=lw.parallel_depth > 0):
-        _lower_loop(lw, parfor, list(updates))
+        _lower_loop(lw, parfor, list(updates), list(last))
 
 
-def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
+def _lower_loop(lw, parfor: Parfor, updates: list, last: list) -> None:
     nest = LoopNest(lw, parfor)
     nest.random = parfor_stream(lw, parfor, nest.trips)
     if lw.parallel_depth > 0:
@@ -114,10 +118,8 @@ def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
     # allocate: a body that makes arrays runs the same way (maybe with no
     # array accumulator), its temporaries in per-chunk scratch buffers.
     arrays = array_reduction_names(lw, parfor)
-    reductions = reductions_of(lw, parfor, [n for n in parfor.redvars if n not in arrays])
-    initial = [lw.read_as(nir.Var(None, r.name, parfor.loc), r.type) for r in reductions]
-    for red, value in zip(reductions, initial):
-        red.initial = value
+    reductions = reductions_of(lw, parfor, [n for n in parfor.redvars if n not in arrays]) + last
+    _record_values_before(lw, reductions, parfor.loc)
     inner = _nested_parfors(parfor) if lw.target.cooperative_bodies else []
     bounds = _host_bounds(lw, parfor, inner)
     trips = [None if b is None else trip_count(*b) for b in bounds]
@@ -128,7 +130,7 @@ def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
             lambda captured: BodyLowering(lw, parfor, nest, reductions, captured), trips)
 
     def flat(positive=frozenset()):
-        exclude = set(nest.vars) | {r.name for r in reductions}
+        exclude = set(nest.vars) | {name for r in reductions for name in r.names}
         body = BodyLowering(lw, parfor, nest, reductions, capture(lw, parfor, exclude),
                             positive)
         return lw.target.parallel_loop(lw, nest.trips, body, reductions)
@@ -168,20 +170,18 @@ def _lower_loop(lw, parfor: Parfor, updates: list) -> None:
             all_positive = positive if all_positive is None else \
                 arith.AndIOp(all_positive, positive).result
         return _either(all_positive, lambda: flat(frozenset(divisors)), flat,
-                       [r.mlir_type for r in reductions])
+                       accumulator_types(reductions))
     if arrays or (lw.target.cooperative_bodies and makes_arrays(lw, parfor)):
         results = in_chunks()
     elif inner:
         # a group of threads per iteration when the inner loops are long enough
         results = _either(lw.target.spreads_inner_loops(product(nest.trips), trips),
-                          in_chunks, flat,
-                          [r.mlir_type for r in reductions])
+                          in_chunks, flat, accumulator_types(reductions))
     elif updates and not reductions and (found := privatizable(lw, parfor, updates)):
         results = privatized(*found)
     else:
         results = versioned()
-    for red, before, result in zip(reductions, initial, results):
-        lw.write(red.name, red.combine(before, result), red.type)
+    _write_combined(lw, reductions, results)
 
 
 def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
@@ -191,7 +191,7 @@ def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
     loop turned into a parfor (inner_loops.py) are its `inner_reductions`;
     their variables get the combined values afterwards."""
     reductions = parfor._kws.get("inner_reductions", [])
-    before = _initial_values(lw, reductions, parfor.loc)
+    _record_values_before(lw, reductions, parfor.loc)
     body = BodyLowering(lw, parfor, nest, reductions, captured=None)
     cooperation = lw.cooperation
     together = cooperation is not None and cooperation.free
@@ -204,35 +204,31 @@ def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:
     if together:
         results = cooperation.fold(nest.trips, body, reductions)
     else:
-        start = [v for red in reductions for v in red.identity_values()]
-        results = sequential_fold(nest.trips, start, body)
-    for red, values in zip(reductions, _split(before, reductions)):
+        results = sequential_fold(nest.trips, identities(reductions), body)
+    _write_combined(lw, reductions, results)
+
+
+def _write_combined(lw, reductions: list, results: list) -> None:
+    """Each accumulated variable gets its value before the loop combined
+    with the loop's (`results`, flat)."""
+    for red in reductions:
         mine, results = results[:len(red.names)], results[len(red.names):]
-        for name, ty, value in zip(red.names, red.types, red.combine_values(values, mine)):
+        for name, ty, value in zip(red.names, red.types,
+                                   red.combine_values(red.values_before(), mine)):
             lw.write(name, value, ty)
 
 
-def _initial_values(lw, reductions: list, loc) -> list:
-    """The accumulated variables' values before the loop (a select's hidden
-    position: -1), also recorded as the reductions' starts."""
-    values = []
+def _record_values_before(lw, reductions: list, loc) -> None:
+    """The accumulated variables' values before the loop, recorded as the
+    reductions' starts (a select's hidden position: -1)."""
     for red in reductions:
         if isinstance(red, SelectReduction):
             red.initial = [lw.read_as(nir.Var(None, name, loc), ty)
                            for name, ty in zip(red.names[:-1], red.types[:-1])] + [const_i64(-1)]
-            values += red.initial
+        elif isinstance(red, LastValue):
+            red.initial = initial_values(lw, red, loc)
         else:
             red.initial = lw.read_as(nir.Var(None, red.name, loc), red.type)
-            values.append(red.initial)
-    return values
-
-
-def _split(values: list, reductions: list) -> list:
-    parts = []
-    for red in reductions:
-        parts.append(values[:len(red.names)])
-        values = values[len(red.names):]
-    return parts
 
 
 def _nested_parfors(parfor: Parfor) -> list:

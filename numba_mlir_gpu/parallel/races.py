@@ -29,26 +29,11 @@ from __future__ import annotations
 import operator
 
 from numba.core import ir as nir
-from numba.core import types
 from numba.parfors.parfor import Parfor
 
 from ..lowering.errors import UnsupportedConstructError, user_name
 from .scatter import assignments, index_copies
 from .updates import Window, updates_in, variable_uses
-
-
-def refuse_values_left_for_after(lw, parfor: Parfor) -> None:
-    """A scalar the body assigns and code after the loop reads (Numba's
-    `races`, which it warns of as NumbaParallelSafetyWarning) is refused: in
-    Numba it holds whichever thread wrote last; here each iteration's copy is
-    private, so the value before the loop would be read, silently."""
-    for name in sorted(set(getattr(parfor, "races", ())) - set(parfor.redvars)):
-        if name in lw.typemap and not isinstance(types.unliteral(lw.typeof(name)), types.Array):
-            raise UnsupportedConstructError(
-                f"reading variable '{user_name(name)}' after the prange loop that assigns it "
-                "(its value would be that of whichever iteration wrote last, as Numba warns; "
-                "keep the value in an array element indexed by the iteration, or make it a "
-                "reduction)", parfor.loc)
 
 
 def refuse_colliding_stores(lw, parfor: Parfor) -> None:
@@ -57,7 +42,7 @@ def refuse_colliding_stores(lw, parfor: Parfor) -> None:
     assigned = assignments(parfor.loop_body.values())
     copies = index_copies(parfor)
     outer = {n.index_variable.name for n in parfor.loop_nests}
-    blocks = _nest_blocks(parfor)
+    blocks = nest_blocks(parfor)
     updates = {id(u.store) for u in updates_in(lw, blocks, variable_uses(lw.func_ir))}
     for block in blocks:
         for pos, stmt in enumerate(block.body):
@@ -78,7 +63,7 @@ def refuse_colliding_stores(lw, parfor: Parfor) -> None:
                 f"(`s = max(s, v)` into a scalar, `{array}[k] += v`)", stmt.loc)
 
 
-def _nest_blocks(parfor: Parfor) -> list:
+def nest_blocks(parfor: Parfor) -> list:
     blocks, work = [], [parfor]
     while work:
         current = work.pop()

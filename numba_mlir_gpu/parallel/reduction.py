@@ -2,12 +2,14 @@
 combine, and where they start.
 
 A reduction covers one variable (`Reduction`: `+`, `*`, min, max) or several
-updated together (`SelectReduction`: "best value and its index"). Both
-expose the same few members, so the loop builders treat them alike: `names`
-and `types` of the accumulated variables, `identity_values()` to start a
-partial from, and `combine_values(a, b)` to merge two partials (lists in the
-order of `names`); `combine_values` is associative, and partials started
-from the identity merge to what the serial loop computes.
+updated together (`SelectReduction`: "best value and its index";
+last_values.LastValue: a variable read after the loop). All expose the same
+few members, so the loop builders treat them alike: `names` and `types` of
+the accumulated variables, `identity_values()` to start a partial from,
+`values_before()` (the variables' values before the loop) and
+`combine_values(a, b)` to merge two partials (lists in the order of
+`names`); `combine_values` is associative, and partials started from the
+identity merge to what the serial loop computes.
 """
 from __future__ import annotations
 
@@ -84,6 +86,9 @@ class Reduction:
     def identity_values(self) -> list:
         return [self.identity_value()]
 
+    def values_before(self) -> list:
+        return [self.initial]
+
     def combine_values(self, a: list, b: list) -> list:
         return [self.combine(a[0], b[0])]
 
@@ -117,6 +122,9 @@ class SelectReduction:
     initial: list = None  # the values before the loop (the position: -1)
 
     def identity_values(self) -> list:
+        return list(self.initial)
+
+    def values_before(self) -> list:
         return list(self.initial)
 
     def combine_values(self, a: list, b: list) -> list:

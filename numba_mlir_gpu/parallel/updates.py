@@ -61,6 +61,13 @@ def variable_uses(func_ir) -> Counter:
     return uses
 
 
+def uses_in(stmts) -> Counter:
+    """How many times each variable is read by `stmts` (parfor bodies included)."""
+    uses: Counter = Counter()
+    _count_uses(stmts, uses)
+    return uses
+
+
 def _count_uses(stmts, uses: Counter) -> None:
     for stmt in stmts:
         if isinstance(stmt, Parfor):
@@ -71,12 +78,12 @@ def _count_uses(stmts, uses: Counter) -> None:
             for block in stmt.loop_body.values():
                 _count_uses(block.body, uses)
         elif isinstance(stmt, nir.Assign):
-            uses.update(v.name for v in _read_vars(stmt.value))
+            uses.update(v.name for v in read_vars(stmt.value))
         else:
             uses.update(v.name for v in stmt.list_vars())
 
 
-def _read_vars(value) -> list:
+def read_vars(value) -> list:
     if isinstance(value, nir.Var):
         return [value]
     if isinstance(value, nir.Expr):

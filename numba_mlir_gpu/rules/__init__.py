@@ -10,6 +10,7 @@ module: a rule that needs another operation looks it up in the registries.
     mathlib       the math module and numeric builtins (min, max, abs, ...)
     npufuncs      NumPy ufuncs on scalars without a math counterpart
     builtins      range/prange, enumerate, bool, int(), float(), np.float32(), ...
+    threads       numba.get/set_num_threads, get/set_parallel_chunksize, parallel_chunksize
     arrays        array attributes, len, copies, np.empty/zeros/ones/full(_like)
     views         slices, .T, .flat, transpose, reshape, ravel
     fancy         index arrays and masks
@@ -29,5 +30,5 @@ module: a rule that needs another operation looks it up in the registries.
 """
 from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
                linalg, mathlib, nanfunctions, npufuncs, printing, random, reductions,
-               scalars, scans, sorting, tuples, views)
+               scalars, scans, sorting, threads, tuples, views)
 from . import complexes  # noqa: F401,E402  (after the rules it extends)

@@ -1,24 +1,20 @@
 """Python builtins that make values: `range` (and `prange`), `enumerate`,
 `zip`, `np.ndenumerate`, `bool`, the scalar conversions `int(x)`, `float(x)`,
 `np.float32(x)`, ..., and the functions of the `operator` module called as
-values (`op(a, b)` with `op = operator.gt`, as in np.ptp), and
-`numba.get_num_threads()` / `numba.set_num_threads(n)`."""
+values (`op(a, b)` with `op = operator.gt`, as in np.ptp)."""
 from __future__ import annotations
 
 import operator
 
 import numba
 import numpy as np
-from numba.core import config, types
+from numba.core import types
 from numba.parfors import parfor
 
-from .._mlir import arith, ir, memref
-from ..lowering import threading_layer
-from ..lowering.build import cmpi, const, const_i64
+from ..lowering.build import const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import call_rules
-from ..lowering.types import scalar_type
 from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
 
 
@@ -116,62 +112,3 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "
     _immutable = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
     _fn = getattr(operator, "i" + _name)
     call_rules.register(_fn)(_inplace_operator_call(_fn, _immutable))
-
-
-# -- numba.get_num_threads() / numba.set_num_threads(n) -----------------------------
-#
-# Host code calls Numba's threading layer (the calling thread's count, as
-# Numba's implementation does through a ctypes pointer;
-# lowering/threading_layer.py). Parallel bodies, kernels included, keep the
-# count of their iteration in a variable of the body: NUMBA_NUM_THREADS until
-# the iteration sets it. Numba's workers start from the caller's count and
-# keep a setting across a thread's iterations; an iteration that sets before
-# it reads, as Numba's tests do, sees the same here, and none depends on the
-# thread it ran on.
-
-_BODY_THREADS = "$num_threads"
-
-
-def _configured_threads() -> int:
-    return max(1, int(config.NUMBA_NUM_THREADS))
-
-
-def _body_threads(lw) -> ir.Value:
-    """The iteration's thread-count variable (i32), made on first use."""
-    slot = lw.scope.find_slot(_BODY_THREADS)
-    if slot is None:
-        with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
-            slot = memref.AllocaOp(ir.MemRefType.get([], scalar_type(types.int32)), [],
-                                   []).result
-            memref.StoreOp(const(types.int32, _configured_threads()), slot, [])
-        lw.scope.slots[_BODY_THREADS] = slot
-    return slot
-
-
-@call_rules.register(numba.get_num_threads)
-def numba_get_num_threads(lw, args, sig, expr):
-    if lw.parallel_depth > 0:
-        count = memref.LoadOp(_body_threads(lw), []).result
-    else:
-        count = threading_layer.get_num_threads(lw.mlower.module)
-    return cast(count, types.int32, types.unliteral(sig.return_type))
-
-
-@call_rules.register(numba.set_num_threads)
-def numba_set_num_threads(lw, args, sig, expr):
-    """Numba's snt_check, then the count of this thread (host code) or of
-    this iteration (parallel bodies)."""
-    if len(args) != 1 or not isinstance(types.unliteral(sig.args[0]), types.Integer):
-        raise UnsupportedConstructError("numba.set_num_threads of a non-integer", expr.loc)
-    n = cast(args[0], types.unliteral(sig.args[0]), types.int64)
-    most = _configured_threads()
-    bad = arith.OrIOp(cmpi("sgt", n, const(types.int64, most)),
-                      cmpi("slt", n, const(types.int64, 1))).result
-    lw.errors.raise_if(lw, bad, lw.errors.code(
-        ValueError, (f"The number of threads must be between 1 and {most}",)))
-    count = cast(n, types.int64, types.int32)
-    if lw.parallel_depth > 0:
-        memref.StoreOp(count, _body_threads(lw), [])
-    else:
-        threading_layer.set_num_threads(lw.mlower.module, count)
-    return None

@@ -1,5 +1,5 @@
 """Array views: basic slicing (`a[1:3]`, `a[i]` of a 2-d array, `a[:, j]`),
-`.T`, and `reshape`/`ravel` of contiguous arrays.
+`.T`, `reshape`/`ravel` of contiguous arrays, and `.real`/`.imag`.
 
 A view is a `memref.subview`, `memref.transpose` or `memref.reinterpret_cast`
 of its base with a fully dynamic strided layout: it aliases the base, as a
@@ -12,9 +12,10 @@ import numpy as np
 from numba.core import types
 from numba.parfors.array_analysis import wrap_index
 
-from .._mlir import arith, ir, memref
-from ..lowering.arrays import copy_array, load_element, shape_of, store_element, transpose
-from ..lowering.build import cmpi, const_i64, const_index, dim, select, to_i64, to_index
+from .._mlir import arith, ir, llvm, memref
+from ..lowering.arrays import (allocate, copy_array, fill, load_element, shape_of,
+                               store_element, transpose)
+from ..lowering.build import cmpi, const, const_i64, const_index, dim, select, to_i64, to_index
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.indexing import VIEW, fix_slice, index_parts, view_type
@@ -274,3 +275,56 @@ def np_ravel(lw, args, sig, expr):
 @method_rules.register((types.Array, "flatten"))
 def method_flatten(lw, args, sig, expr):
     return _ravel(lw, args[0], sig.recvr, sig.return_type, expr.loc, copy=True)
+
+
+# -- .real / .imag ----------------------------------------------------------------
+
+@attr_rules.register((types.Array, "real"), (types.Array, "imag"))
+def attr_part(lw, array, ty, expr):
+    """A complex array's parts are views of it, as in NumPy (`z.real[:] = 0`
+    writes z); a real array's `.real` is the array itself and its `.imag`
+    zeros (NumPy's is read-only)."""
+    if isinstance(ty.dtype, types.Complex):
+        return _part_view(array, 0 if expr.attr == "real" else 1,
+                          ty.copy(dtype=ty.dtype.underlying_float, layout="A"), expr.loc)
+    if expr.attr == "real":
+        return array
+    zeros = allocate(lw, ty.copy(layout="C"), shape_of(array))
+    fill(lw, zeros, const(ty.dtype, 0))
+    return zeros
+
+
+def _part_view(array: ArrayValue, part: int, result_ty: types.Array, loc) -> ArrayValue:
+    """The real (0) or imaginary (1) parts of a complex array's elements, as
+    a strided view of float elements: the same buffer, offset and strides
+    doubled (a complex is two floats, real first). MLIR has no memref op that
+    changes the element type, so the descriptor is rebuilt as LLVM's memref
+    struct between two casts that the conversion to LLVM removes; buffer
+    deallocation takes the view for a value of unknown origin (it copies it
+    where it would escape)."""
+    ndim = array.type.ndim
+    i64 = ir.IntegerType.get_signless(64)
+    fields = "ptr, ptr, i64" + (f", array<{ndim} x i64>, array<{ndim} x i64>" if ndim else "")
+    struct = ir.Type.parse(f"!llvm.struct<({fields})>")
+    source = array.memref
+    if ir.MemRefType(source.type).layout != ir.MemRefType(strided_memref_type(array.type, loc)
+                                                          ).layout:
+        source = memref.CastOp(strided_memref_type(array.type.copy(layout="A"), loc),
+                               source).result
+    descriptor = _cast(source, struct)
+    two = arith.ConstantOp(i64, 2).result
+    offset = llvm.ExtractValueOp(i64, descriptor, [2]).result
+    offset = arith.AddIOp(arith.MulIOp(offset, two).result,
+                          arith.ConstantOp(i64, part).result).result
+    descriptor = llvm.InsertValueOp(descriptor, offset, [2]).result
+    for axis in range(ndim):
+        stride = llvm.ExtractValueOp(i64, descriptor, [4, axis]).result
+        descriptor = llvm.InsertValueOp(descriptor, arith.MulIOp(stride, two).result,
+                                        [4, axis]).result
+    return ArrayValue(_cast(descriptor, strided_memref_type(result_ty, loc)), result_ty,
+                      view=True)
+
+
+def _cast(value: ir.Value, to: ir.Type) -> ir.Value:
+    return ir.Operation.create("builtin.unrealized_conversion_cast", results=[to],
+                               operands=[value]).result

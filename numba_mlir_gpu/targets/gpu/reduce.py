@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, complex_dialect, func, gpu, ir, memref, scf
+from ...lowering.loops import accumulator_types, combine_each, identities
 from ...lowering.build import (cmpi, const_index, declare_function, load_value, memory_type,
                                select, stack_copy, store_value, value_buffer)
 from . import schedules
@@ -50,44 +51,48 @@ def tree_reduce(module: ir.Module, total: ir.Value, reductions,
         const_index(MAX_BLOCKS),
         arith.MaxUIOp(const_index(1),
                       arith.CeilDivUIOp(total, const_index(THREADS)).result).result).result
-    partials = [value_buffer([MAX_BLOCKS], r.mlir_type) for r in reductions]
+    partials = [value_buffer([MAX_BLOCKS], ty) for ty in accumulator_types(reductions)]
 
     def per_block(block_id, thread_id, grid_size):
         stride = arith.MulIOp(grid_size, const_index(THREADS)).result
         first = arith.AddIOp(arith.MulIOp(block_id, const_index(THREADS)).result,
                              thread_id).result
-        accs = strided_fold(first, total, stride, [r.identity_value() for r in reductions],
-                            step)
+        accs = strided_fold(first, total, stride, identities(reductions), step)
         return block_id, block_combine(reductions, accs, thread_id, const_index(THREADS))
-    _launch(blocks, reductions, partials, per_block)
+    _launch(blocks, partials, per_block)
 
     # all MAX_BLOCKS slots are copied; those past `blocks` are never read
-    return [_pairwise_on_host(stack_copy(p), blocks, r) for p, r in zip(partials, reductions)]
+    return _pairwise_on_host([stack_copy(p) for p in partials], blocks, reductions)
 
 
-def _pairwise_on_host(values: ir.Value, count: ir.Value, reduction) -> ir.Value:
-    """values[0] after folding values[0:count] pairwise in place: each level
-    adds the upper half onto the lower (`v[i] = v[i] + v[i + half]`), so a
-    float sum's rounding error grows with log2(count), not count. count >= 1."""
+def _pairwise_on_host(buffers: list[ir.Value], count: ir.Value, reductions) -> list[ir.Value]:
+    """The values at 0 of `buffers` (one per accumulated value) after folding
+    positions 0:count pairwise in place: each level combines the upper half
+    into the lower (`v[i] = v[i] + v[i + half]`), so a float sum's rounding
+    error grows with log2(count), not count. count >= 1."""
+    value_types = accumulator_types(reductions)
+
+    def load_all(i):
+        return [load_value(b, [i], ty) for b, ty in zip(buffers, value_types)]
     n = count
     for _ in range(MAX_BLOCKS.bit_length()):          # enough levels for any count
         half = arith.CeilDivUIOp(n, const_index(2)).result
         pairs = scf.ForOp(const_index(0), arith.SubIOp(n, half).result, const_index(1))
         with ir.InsertionPoint(pairs.body):
             i = pairs.induction_variable
-            ty = reduction.mlir_type
-            upper = load_value(values, [arith.AddIOp(i, half).result], ty)
-            store_value(reduction.combine(load_value(values, [i], ty), upper), values, [i])
+            upper = load_all(arith.AddIOp(i, half).result)
+            for value, b in zip(combine_each(reductions, load_all(i), upper), buffers):
+                store_value(value, b, [i])
             scf.YieldOp([])
         n = half
-    return load_value(values, [const_index(0)], reduction.mlir_type)
+    return load_all(const_index(0))
 
 
-def _launch(grid: ir.Value, reductions, partials, body) -> None:
+def _launch(grid: ir.Value, partials, body) -> None:
     """A 1-d launch of `grid` x THREADS; `body(block, thread, grid)` returns
     (slot, values) and thread 0 stores the values to `partials[slot]`."""
     shared = arith.ConstantOp(ir.IntegerType.get_signless(32),
-                              shared_bytes(len(reductions))).result
+                              shared_bytes(len(partials))).result
     one = const_index(1)
     launch = gpu.LaunchOp((grid, one, one), (const_index(THREADS), one, one),
                           dynamic_shared_memory_size=shared)
@@ -173,22 +178,13 @@ def _butterfly(reductions, values: list, width: int, active: ir.Value = None) ->
     while offset:
         others = [_shuffle_xor(v, arith.ConstantOp(i32, offset).result,
                                arith.ConstantOp(i32, WARP).result) for v in values]
-        combined = _combine_all(reductions, values, others)
+        combined = combine_each(reductions, values, others)
         if active is not None:
             step = cmpi("ult", const_index(offset), active)
             combined = [select(step, c, v) for c, v in zip(combined, values)]
         values = combined
         offset //= 2
     return values
-
-
-def _combine_all(reductions, a: list, b: list) -> list:
-    result = []
-    for red in reductions:
-        n = len(red.names)
-        result += red.combine_values(a[:n], b[:n])
-        a, b = a[n:], b[n:]
-    return result
 
 
 def _shuffle_xor(value: ir.Value, offset: ir.Value, width: ir.Value) -> ir.Value:
