@@ -17,8 +17,10 @@ from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
+from ..lowering.blas import GEMM_SYMBOL
 from ..runtime.device import register_runtime
 from ..runtime.printing import register_printing
+from ..runtime.blas import register_blas
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
@@ -159,6 +161,8 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     layer = {s: f for s, f in threading_layer.SYMBOLS.items() if s in declared}
     if layer:
         register_threading_layer(engine, layer)
+    if GEMM_SYMBOL in declared:
+        register_blas(engine, GEMM_SYMBOL)
     if any(symbol in declared for symbol in PRINT_SYMBOLS):
         register_printing(engine, PRINT_SYMBOLS)
     engine.initialize()   # global constructors: GPU binaries, the async runtime

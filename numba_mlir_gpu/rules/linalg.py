@@ -16,7 +16,7 @@ from numba.core import types
 
 from .._mlir import arith, ir, scf
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
-from ..lowering import complexes
+from ..lowering import blas, complexes
 from ..lowering.build import cmpi, const, const_index, select
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
@@ -63,6 +63,8 @@ def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> Array
     length = _common_length(lw, a_shape[-1], b_shape[0], kind)
     rows = a_shape[:-1]            # [] or [m]
     cols = b_shape[1:]             # [] or [n]
+    if _through_blas(lw, a, b, result_ty):
+        return blas.gemm(lw, a, b, rows[0], cols[0], length, result_ty)
     out = allocate(lw, result_ty, rows + cols)
     dtype = result_ty.dtype
     adder = Reduction("dot", dtype, operator.add, 0)
@@ -78,6 +80,14 @@ def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> Array
         store_element(loop.results[0], out, indices)
     parallel_for(lw, rows + cols, body)
     return out
+
+
+def _through_blas(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> bool:
+    """Matrix-matrix products in CPU host code, of one BLAS type, go to
+    BLAS as Numba's do; GPU code and parallel bodies keep the loops."""
+    dtype = result_ty.dtype
+    return (not lw.target.gpu and lw.parallel_depth == 0 and a.type.ndim == b.type.ndim == 2
+            and a.type.dtype == b.type.dtype == dtype and blas.has_gemm(dtype))
 
 
 @binop_rules.register(operator.matmul)

@@ -1,0 +1,119 @@
+"""Matrix products in host code through BLAS, as Numba computes np.dot:
+Numba's `numba_xxgemm` helper, which calls SciPy's BLAS (runtime/blas.py
+resolves the symbol in each engine, by name, so cached code keeps working).
+
+BLAS is column-major. The result C (m x n) is allocated C-ordered, so BLAS
+computes its column-major view C^T = B^T A^T. An operand whose rows are
+contiguous (stride 1 along axis 1) is, seen column-major, its own transpose
+with the row stride as leading dimension; one whose columns are contiguous
+is itself, with the column stride. Any other operand (a view with both
+strides above 1) is copied C-ordered first. Which case holds is decided
+when the code runs, from the strides, so transposed arrays and slices of
+either order pass without copies.
+"""
+from __future__ import annotations
+
+from numba.core import types
+
+from .._mlir import arith, func, ir, memref, scf
+from .arrays import allocate, copy_array
+from .build import cmpi, const, const_index, declare_function, select
+from .values import ArrayValue
+
+GEMM_SYMBOL = "numba_xxgemm"
+_KIND = {types.float32: "s", types.float64: "d", types.complex64: "c", types.complex128: "z"}
+
+
+def has_gemm(dtype: types.Type) -> bool:
+    return dtype in _KIND
+
+
+def _i(bits: int) -> ir.Type:
+    return ir.IntegerType.get_signless(bits)
+
+
+def _char(c: str) -> ir.Value:
+    return arith.ConstantOp(_i(8), ord(c)).result
+
+
+def _i64(value: ir.Value) -> ir.Value:
+    return arith.IndexCastOp(_i(64), value).result
+
+
+class _Operand:
+    """A 2-d array as BLAS reads it: the address of its first element, its
+    leading dimension and whether its rows are contiguous."""
+
+    def __init__(self, lw, array: ArrayValue):
+        rows_ok, cols_ok = _orders(array.memref)
+        usable = arith.OrIOp(rows_ok, cols_ok).result
+        strided = array.memref.type
+        choice = scf.IfOp(usable, [strided], has_else=True)
+        with ir.InsertionPoint(choice.then_block):
+            scf.YieldOp([array.memref])
+        with ir.InsertionPoint(choice.else_block):
+            copy = copy_array(lw, array, array.type.copy(layout="C", readonly=False))
+            scf.YieldOp([memref.CastOp(strided, copy.memref).result
+                         if copy.memref.type != strided else copy.memref])
+        source = choice.results[0]
+        self.row_major, _ = _orders(source)
+        meta = memref.ExtractStridedMetadataOp(source).results
+        itemsize = const_index(_itemsize(array.type.dtype))
+        base = memref.ExtractAlignedPointerAsIndexOp(source).result
+        self.address = _i64(arith.AddIOp(base, arith.MulIOp(meta[1], itemsize).result).result)
+        row_stride, col_stride = meta[4], meta[5]
+        rows, cols = meta[2], meta[3]
+        one = const_index(1)
+        self.lead = _i64(select(self.row_major,
+                                arith.MaxUIOp(row_stride, arith.MaxUIOp(cols, one).result).result,
+                                arith.MaxUIOp(col_stride, arith.MaxUIOp(rows, one).result).result))
+
+
+def _orders(value: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Are the rows contiguous (a leading dimension >= the row length), are
+    the columns? Axes of extent 1 leave their stride free."""
+    meta = memref.ExtractStridedMetadataOp(value).results
+    rows, cols, s0, s1 = meta[2], meta[3], meta[4], meta[5]
+    one = const_index(1)
+
+    def fits(unit_stride, lead, length, other_extent):
+        unit = arith.OrIOp(cmpi("eq", unit_stride, one), cmpi("ule", other_extent, one)).result
+        long_enough = arith.OrIOp(cmpi("uge", lead, length), cmpi("ule", length, one)).result
+        return arith.AndIOp(unit, long_enough).result
+    return fits(s1, s0, cols, cols), fits(s0, s1, rows, rows)
+
+
+def _itemsize(dtype: types.Type) -> int:
+    return dtype.bitwidth // 8
+
+
+def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value,
+         result_ty: types.Array) -> ArrayValue:
+    """A new C-ordered (m x n) array holding a (m x k) @ b (k x n); the three
+    arrays share the element type `result_ty.dtype` (has_gemm)."""
+    dtype = result_ty.dtype
+    out = allocate(lw, result_ty, [m, n])
+    x, y = _Operand(lw, a), _Operand(lw, b)
+    with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
+        scalar = memref.AllocaOp(ir.MemRefType.get([2], out.memref.type.element_type), [],
+                                 []).result
+    memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
+    memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
+    scalars = _i64(memref.ExtractAlignedPointerAsIndexOp(scalar).result)
+    alpha = scalars
+    beta = arith.AddIOp(scalars, arith.ConstantOp(_i(64), _itemsize(dtype)).result).result
+    c = _i64(memref.ExtractAlignedPointerAsIndexOp(out.memref).result)
+    ldc = _i64(arith.MaxUIOp(n, const_index(1)).result)
+    # C^T (n x m) = op(B) op(A): a row-major operand is its own transpose
+    trans_b = select(y.row_major, _char("n"), _char("t"))
+    trans_a = select(x.row_major, _char("n"), _char("t"))
+    i64, i8 = _i(64), _i(8)
+    symbol = declare_function(lw.mlower.module, GEMM_SYMBOL,
+                              [i8, i8, i8, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
+                               i64], [_i(32)])
+    status = func.CallOp([_i(32)], symbol, [
+        _char(_KIND[dtype]), trans_b, trans_a, _i64(n), _i64(m), _i64(k),
+        alpha, y.address, y.lead, x.address, x.lead, beta, c, ldc]).result
+    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
+                       lw.errors.code(RuntimeError, ("BLAS wrapper returned with an error",)))
+    return out
