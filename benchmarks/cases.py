@@ -206,6 +206,10 @@ def np_matmul(A, B, C):
     np.dot(A, B, out=C)
 
 
+def matrix_product(A, B):
+    return A @ B
+
+
 def np_row_softmax(x, out):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     out[:] = e / e.sum(axis=1, keepdims=True)
@@ -311,6 +315,22 @@ def _stencil_case(name, fn, notes=""):
                 cupy_label="RawKernel", gpu_size=8192, tiny_size=40, notes=notes)
 
 
+def _product_case(name, dtype, m, k, n):
+    """`A @ B` returning a new array: cuBLAS through our host code, against
+    cupy.matmul (cuBLAS) allocating its result too. `size` scales m, k, n."""
+    def make(rng, size):
+        scale = size / m
+        return (_f(rng, (int(m * scale), int(k * scale)), dtype),
+                _f(rng, (int(k * scale), int(n * scale)), dtype))
+    return Case(name, matrix_product, make,
+                work=("flops", lambda args: 2 * args[0].shape[0] * args[0].shape[1]
+                      * args[1].shape[1]),
+                numpy=lambda a, b: a @ b, cupy=lambda cp, k, args: cp.matmul(args[0], args[1]),
+                cupy_label="cupy.matmul (cuBLAS)", gpu_size=m, tiny_size=16,
+                tol=1e-5 if dtype == np.float32 else 1e-12,
+                notes="np.dot/@ in host code: cuBLAS gemm (SciPy's BLAS on the CPU)")
+
+
 def cases() -> list[Case]:
     return [
         _saxpy_case(np.float32, "elementwise_f32"),
@@ -365,6 +385,11 @@ def cases() -> list[Case]:
              outputs=(2,), work=("flops", lambda args: 2 * args[0].shape[0] ** 3),
              numpy=np_matmul, cupy=lambda cp, k, args: cp.matmul(args[0], args[1], out=args[2]),
              cupy_label="cupy.matmul (cuBLAS)", gpu_size=1024, tiny_size=16, tol=1e-5),
+        _product_case("dot_f32_2048", np.float32, 2048, 2048, 2048),
+        _product_case("dot_f32_4096", np.float32, 4096, 4096, 4096),
+        _product_case("dot_f64_2048", np.float64, 2048, 2048, 2048),
+        _product_case("dot_f64_4096", np.float64, 4096, 4096, 4096),
+        _product_case("dot_f32_4096x1024x2048", np.float32, 4096, 1024, 2048),
         Case("row_softmax", row_softmax,
              lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
              outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),

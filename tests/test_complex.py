@@ -522,10 +522,6 @@ def test_results(target):
 
 # -- what is refused ---------------------------------------------------------------
 
-def array_real(x):
-    return x.real
-
-
 def ordering(a, b):
     for i in prange(a.shape[0]):
         a[i] = np.expm1(b[i])
@@ -554,7 +550,6 @@ def test_updates_of_own_elements(target):
 @pytest.mark.parametrize("fn, args, construct", [
     (scatter, (np.zeros(3, np.complex128), np.array([0, 1, 0, 2]), np.ones(4, np.complex128)),
      "updating elements of the complex array 'h'"),
-    (array_real, (np.ones(3, np.complex128),), "'.real' of array"),
     (ordering, (np.ones(3, np.complex128), np.ones(3, np.complex128)),
      "np.expm1 of complex numbers"),
 ])

@@ -17,10 +17,11 @@ from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
-from ..lowering.blas import GEMM_SYMBOL
+from ..lowering.blas import CUBLAS_GEMM_SYMBOLS, CUBLAS_HANDLE_SYMBOL, GEMM_SYMBOL
 from ..runtime.device import register_runtime
 from ..runtime.printing import register_printing
 from ..runtime.blas import register_blas
+from ..runtime.cublas import register_cublas
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
@@ -140,7 +141,9 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3,
     host code is first rewritten for placement and streams (runtime/placement.py);
     `device_results`: the call gets device arrays, so results stay there."""
     if gpu:
-        place_memory(module, name, device_results)
+        # cuBLAS runs on our kernels' stream, so its calls are placed as launches
+        place_memory(module, name, device_results,
+                     frozenset(CUBLAS_GEMM_SYMBOLS.values()) | {CUBLAS_HANDLE_SYMBOL})
     return _engine(module, name, gpu, str(module), opt_level)
 
 
@@ -163,6 +166,9 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
         register_threading_layer(engine, layer)
     if GEMM_SYMBOL in declared:
         register_blas(engine, GEMM_SYMBOL)
+    gemms = [s for s in CUBLAS_GEMM_SYMBOLS.values() if s in declared]
+    if gemms:
+        register_cublas(engine, CUBLAS_HANDLE_SYMBOL, gemms)
     if any(symbol in declared for symbol in PRINT_SYMBOLS):
         register_printing(engine, PRINT_SYMBOLS)
     engine.initialize()   # global constructors: GPU binaries, the async runtime

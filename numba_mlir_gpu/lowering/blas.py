@@ -1,6 +1,8 @@
-"""Matrix products in host code through BLAS, as Numba computes np.dot:
-Numba's `numba_xxgemm` helper, which calls SciPy's BLAS (runtime/blas.py
-resolves the symbol in each engine, by name, so cached code keeps working).
+"""Matrix products in host code through BLAS: on the CPU as Numba computes
+np.dot, through Numba's `numba_xxgemm` helper, which calls SciPy's BLAS
+(runtime/blas.py); on the GPU through cuBLAS's gemm, on the stream our
+kernels use (runtime/cublas.py). Each engine resolves the symbols by name,
+so cached code keeps working.
 
 BLAS is column-major. The result C (m x n) is allocated C-ordered, so BLAS
 computes its column-major view C^T = B^T A^T. An operand whose rows are
@@ -21,6 +23,9 @@ from .build import cmpi, const, const_index, declare_function, select
 from .values import ArrayValue
 
 GEMM_SYMBOL = "numba_xxgemm"
+CUBLAS_HANDLE_SYMBOL = "nmg_cublas_handle"
+CUBLAS_GEMM_SYMBOLS = {"s": "cublasSgemm_v2", "d": "cublasDgemm_v2", "c": "cublasCgemm_v2",
+                       "z": "cublasZgemm_v2"}
 _KIND = {types.float32: "s", types.float64: "d", types.complex64: "c", types.complex128: "z"}
 
 
@@ -99,21 +104,49 @@ def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value
                                  []).result
     memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
     memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
-    scalars = _i64(memref.ExtractAlignedPointerAsIndexOp(scalar).result)
-    alpha = scalars
-    beta = arith.AddIOp(scalars, arith.ConstantOp(_i(64), _itemsize(dtype)).result).result
+    alpha = _i64(memref.ExtractAlignedPointerAsIndexOp(scalar).result)
+    beta = arith.AddIOp(alpha, arith.ConstantOp(_i(64), _itemsize(dtype)).result).result
     c = _i64(memref.ExtractAlignedPointerAsIndexOp(out.memref).result)
-    ldc = _i64(arith.MaxUIOp(n, const_index(1)).result)
     # C^T (n x m) = op(B) op(A): a row-major operand is its own transpose
-    trans_b = select(y.row_major, _char("n"), _char("t"))
-    trans_a = select(x.row_major, _char("n"), _char("t"))
+    call = _cublas_call if lw.target.gpu else _blas_call
+    status = call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k, alpha, y, x, beta, c,
+                  arith.MaxUIOp(n, const_index(1)).result)
+    lw.errors.raise_if(lw, cmpi("ne", status, arith.ConstantOp(_i(32), 0).result),
+                       lw.errors.code(RuntimeError, (
+                           f"{'cuBLAS' if lw.target.gpu else 'BLAS'} gemm failed",)))
+    return out
+
+
+def _blas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -> ir.Value:
+    """numba_xxgemm (column-major; 'n' or 't' per operand); its status is
+    negative on failure, reported as nonzero here."""
     i64, i8 = _i(64), _i(8)
     symbol = declare_function(lw.mlower.module, GEMM_SYMBOL,
-                              [i8, i8, i8, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64,
-                               i64], [_i(32)])
+                              [i8, i8, i8] + [i64] * 11, [_i(32)])
     status = func.CallOp([_i(32)], symbol, [
-        _char(_KIND[dtype]), trans_b, trans_a, _i64(n), _i64(m), _i64(k),
-        alpha, y.address, y.lead, x.address, x.lead, beta, c, ldc]).result
-    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
-                       lw.errors.code(RuntimeError, ("BLAS wrapper returned with an error",)))
-    return out
+        _char(kind), select(a_plain, _char("n"), _char("t")),
+        select(b_plain, _char("n"), _char("t")), _i64(m), _i64(n), _i64(k),
+        alpha, a.address, a.lead, b.address, b.lead, beta, c, _i64(ldc)]).result
+    return arith.MinSIOp(status, arith.ConstantOp(_i(32), 0).result).result
+
+
+def _cublas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -> ir.Value:
+    """cublas<kind>gemm_v2 on this process's handle (host pointers for alpha
+    and beta, 32-bit sizes; CUBLAS_OP_N = 0, CUBLAS_OP_T = 1)."""
+    i64, i32 = _i(64), _i(32)
+    module = lw.mlower.module
+    handle = func.CallOp([i64], declare_function(module, CUBLAS_HANDLE_SYMBOL, [], [i64]),
+                         []).result
+    symbol = declare_function(module, CUBLAS_GEMM_SYMBOLS[kind],
+                              [i64, i32, i32, i32, i32, i32, i64, i64, i32, i64, i32, i64,
+                               i64, i32], [i32])
+
+    def op(plain):
+        return arith.ExtUIOp(i32, arith.XOrIOp(plain, arith.ConstantOp(
+            ir.IntegerType.get_signless(1), 1).result).result).result
+
+    def narrow(v):
+        return arith.TruncIOp(i32, v if v.type == i64 else _i64(v)).result
+    return func.CallOp([i32], symbol, [
+        handle, op(a_plain), op(b_plain), narrow(m), narrow(n), narrow(k), alpha, a.address,
+        narrow(a.lead), b.address, narrow(b.lead), beta, c, narrow(ldc)]).result

@@ -83,11 +83,13 @@ def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> Array
 
 
 def _through_blas(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> bool:
-    """Matrix-matrix products in CPU host code, of one BLAS type, go to
-    BLAS as Numba's do; GPU code and parallel bodies keep the loops."""
+    """Matrix-matrix products in host code, of one BLAS type, go to the
+    target's BLAS (SciPy's on the CPU, as Numba's do; cuBLAS on the GPU where
+    it is found); parallel bodies keep the loops."""
     dtype = result_ty.dtype
-    return (not lw.target.gpu and lw.parallel_depth == 0 and a.type.ndim == b.type.ndim == 2
-            and a.type.dtype == b.type.dtype == dtype and blas.has_gemm(dtype))
+    return (lw.target.library_gemm() and lw.parallel_depth == 0
+            and a.type.ndim == b.type.ndim == 2 and a.type.dtype == b.type.dtype == dtype
+            and blas.has_gemm(dtype))
 
 
 @binop_rules.register(operator.matmul)

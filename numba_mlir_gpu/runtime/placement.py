@@ -12,6 +12,10 @@ what uses it:
 * read or written by host code, or anything not understood: managed memory,
   as before.
 
+Calls of a GPU library on the same stream (cuBLAS's gemm: `gpu_calls`) count
+as kernels: their pointer operands are device uses, and they are waited for
+as launches are.
+
 Copies that involve an allocation become `cuMemcpy` (`nmg_memcpy`), so a
 NumPy argument's mirror is filled and read back over the bus once, and needs
 no host access. Every launch goes to the legacy default stream; the entry
@@ -79,7 +83,7 @@ class _Uses:
         self.returned = False
 
 
-def _classify(alloc, entry: bool) -> _Uses:
+def _classify(alloc, entry: bool, gpu_calls: frozenset) -> _Uses:
     uses, seen, work = _Uses(), set(), [alloc.result]
     while work and not uses.host:
         value = work.pop()
@@ -94,7 +98,8 @@ def _classify(alloc, entry: bool) -> _Uses:
                     _push(op.results, seen, work)
             elif name in _INSPECT or name == "gpu.launch_func" or name in _MEMCPY:
                 pass
-            elif name == "llvm.call" and callee(op) in _RUNTIME_CALLS:
+            elif name == "llvm.call" and (callee(op) in _RUNTIME_CALLS or
+                                          callee(op) in gpu_calls):
                 pass
             elif name in ("llvm.br", "llvm.cond_br"):
                 _push([_block_argument(op, use.operand_number)], seen, work)
@@ -124,7 +129,8 @@ def _push(values, seen: set, work: list) -> None:
             work.append(v)
 
 
-def place_memory(module: ir.Module, entry: str, device_results: bool) -> None:
+def place_memory(module: ir.Module, entry: str, device_results: bool,
+                 gpu_calls: frozenset = frozenset()) -> None:
     """Rewrite the GPU module's host code (see the module docstring)."""
     with module.context, ir.Location.unknown():
         _declare_runtime(module)
@@ -132,9 +138,9 @@ def place_memory(module: ir.Module, entry: str, device_results: bool) -> None:
             if fn.attributes["sym_name"].value.startswith("nmg_"):
                 continue
             is_entry = fn.attributes["sym_name"].value == entry
-            _place_allocations(fn, is_entry, device_results)
+            _place_allocations(fn, is_entry, device_results, gpu_calls)
             _copies_through_driver(fn)
-            _launch_on_default_stream(fn, is_entry)
+            _launch_on_default_stream(fn, is_entry, gpu_calls)
 
 
 def _declare_runtime(module: ir.Module) -> None:
@@ -150,11 +156,11 @@ def _redirect(call, name: str) -> None:
     call.attributes["callee"] = ir.FlatSymbolRefAttr.get(name)
 
 
-def _place_allocations(fn, is_entry: bool, device_results: bool) -> None:
+def _place_allocations(fn, is_entry: bool, device_results: bool, gpu_calls: frozenset) -> None:
     for op in list(_walk_ops(fn)):
         if callee(op) != _ALLOC:
             continue
-        uses = _classify(op, is_entry)
+        uses = _classify(op, is_entry, gpu_calls)
         if uses.host:
             _redirect(op, "nmg_alloc_managed")
         elif uses.returned and not device_results:
@@ -202,20 +208,25 @@ def _from_allocation(value, depth: int = 0) -> bool:
     return False
 
 
-def _launch_on_default_stream(fn, is_entry: bool) -> None:
+def _launch_on_default_stream(fn, is_entry: bool, gpu_calls: frozenset) -> None:
     """Each launch gets the NULL stream as its async object (no stream made
-    and destroyed per launch); a wait follows unless, on every path, only
-    GPU work comes before the entry returns or before a later wait."""
+    and destroyed per launch); a wait follows it, and each library call,
+    unless, on every path, only GPU work comes before the entry returns or
+    before a later wait."""
     # last launch first: a wait placed after a later launch also covers the
     # earlier ones (the stream runs in order)
     for op in reversed(list(_walk_ops(fn))):
+        if op.name == "llvm.call" and callee(op) in gpu_calls:
+            if not (is_entry and _only_gpu_work_follows(op, gpu_calls)):
+                _insert_after(op, "nmg_sync")
+            continue
         if op.name != "gpu.launch_func" or _has_stream(op):
             continue
         with ir.InsertionPoint(op), op.location:
             null = ir.Operation.create("llvm.mlir.zero", results=[ir.Type.parse("!llvm.ptr")])
             launch = _with_stream(op, null.results[0])
         op.erase()
-        if not (is_entry and _only_gpu_work_follows(launch)):
+        if not (is_entry and _only_gpu_work_follows(launch, gpu_calls)):
             _insert_after(launch, "nmg_sync")
 
 
@@ -254,7 +265,7 @@ def _next_op(op):
     raise AssertionError("a launch is never a block's terminator")
 
 
-def _only_gpu_work_follows(launch) -> bool:
+def _only_gpu_work_follows(launch, gpu_calls: frozenset) -> bool:
     """Can the entry return before host code touches memory, on every path
     from this launch?"""
     seen: set = set()
@@ -279,7 +290,8 @@ def _only_gpu_work_follows(launch) -> bool:
                 continue
             if name.startswith("llvm.intr.") and name not in _MEMORY_INTRINSICS:
                 continue
-            if name == "llvm.call" and callee(op) in _ORDERED_CALLS:
+            if name == "llvm.call" and (callee(op) in _ORDERED_CALLS or
+                                        callee(op) in gpu_calls):
                 continue
             if name in ("llvm.load", "llvm.store") and _on_stack(op):
                 continue

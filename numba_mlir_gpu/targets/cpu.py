@@ -42,6 +42,10 @@ class CPUStrategy:
         fit (an i1 value), or None: this target updates them in place."""
         return None
 
+    def library_gemm(self) -> bool:
+        """Do matrix products in host code call a BLAS library (lowering/blas.py)?"""
+        return True
+
     def can_allocate(self, lw) -> bool:
         return True
 

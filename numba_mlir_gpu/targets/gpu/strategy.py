@@ -14,6 +14,7 @@ from ...lowering.build import const_index
 from ...lowering.errors import UnsupportedConstructError
 from ...lowering.loops import copy_elements, delinearize, flat_parallel, product
 from ...lowering.values import ArrayValue
+from ...runtime import cublas
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
 from . import privatize, schedules
@@ -66,6 +67,10 @@ class GPUStrategy(CPUStrategy):
             raise UnsupportedConstructError(
                 "reading or writing elements of a GPU array outside a prange loop "
                 "(host code cannot dereference device memory)", loc)
+
+    def library_gemm(self) -> bool:
+        """cuBLAS where the library is found ($NUMBA_MLIR_GPU_CUBLAS=0: our kernels)."""
+        return cublas.enabled()
 
     def can_allocate(self, lw) -> bool:
         # in a chunk kernel of an array reduction, temporaries become scratch
