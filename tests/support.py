@@ -24,7 +24,8 @@ def ours(pyfunc, target: str, fallback: bool = False):
 
 def assert_same(got, expected, ulps: int = 4, rtol: float | None = None, path="result"):
     """Bit-for-bit for integers and booleans; within `ulps` units in the last
-    place (or `rtol`, for reductions whose order differs) for floats."""
+    place (or `rtol`, for reductions whose order differs) for floats and for
+    each part of complex numbers."""
     if isinstance(expected, tuple):
         assert isinstance(got, tuple) and len(got) == len(expected), f"{path}: {got!r}"
         for i, (g, e) in enumerate(zip(got, expected)):
@@ -37,6 +38,10 @@ def assert_same(got, expected, ulps: int = 4, rtol: float | None = None, path="r
     assert g.shape == e.shape, f"{path}: shape {g.shape} != {e.shape}"
     assert g.dtype == e.dtype or (g.ndim == 0 and np.result_type(g, e) == e.dtype), \
         f"{path}: dtype {g.dtype} != {e.dtype}"
+    if np.issubdtype(e.dtype, np.complexfloating):     # each part as a float
+        assert_same(g.real, e.real, ulps, rtol, f"{path}.real")
+        assert_same(g.imag, e.imag, ulps, rtol, f"{path}.imag")
+        return
     if not np.issubdtype(e.dtype, np.floating):
         np.testing.assert_array_equal(g, e, err_msg=path)
         return
