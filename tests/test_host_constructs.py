@@ -557,3 +557,44 @@ def test_parallel_chunksize():
             setter(-1)
     finally:
         numba.set_parallel_chunksize(0)
+
+
+# -- f(x, *t) --------------------------------------------------------------------------
+
+@numba.njit
+def _weighted(x, y, z):
+    return x * y + z
+
+
+@numba.njit
+def _euclidean(x, y):
+    result = 0.0
+    for i in range(x.shape[0]):
+        result += (x[i] - y[i]) ** 2
+    return np.sqrt(result)
+
+
+def spread_arguments(a, t):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        out[i] = _weighted(a[i], *t)
+    return out, _weighted(a[0], *t) + len(tuple(t))
+
+
+def distance_function_argument(a, dist, dist_args):
+    """Numba's test_parfors test_issue5065: a jitted function passed as an
+    argument, called with spread (empty) extra arguments."""
+    result = np.zeros((a.shape[0], a.shape[0]), dtype=np.float32)
+    for i in prange(a.shape[0]):
+        for j in range(i + 1, a.shape[0]):
+            d = dist(a[i], a[j], *dist_args)
+            result[i, j] = d
+            result[j, i] = d
+    return result
+
+
+def test_calls_spreading_a_tuple():
+    same(spread_arguments, np.arange(5.0), (2.0, 1.0), parallel=True)
+    builds_for_gpu(spread_arguments, np.arange(5.0), (2.0, 1.0))
+    points = np.random.default_rng(4).random((7, 2))
+    same(distance_function_argument, points, _euclidean, (), parallel=True, exact=False)

@@ -18,7 +18,7 @@ from .._mlir import arith
 from ..lowering.build import const, select
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
-from ..lowering.registry import binop_rules, tuple_operator_rules
+from ..lowering.registry import binop_rules, call_rules, tuple_operator_rules
 from ..lowering.types import is_scalar
 from ..lowering.values import TupleValue
 
@@ -103,3 +103,12 @@ def tuple_contains(lw, fn, args, sig, expr):
         result = arith.OrIOp(result, _compare_items(lw, operator.eq, item, item_ty, key, key_ty,
                                                     expr)).result
     return result
+
+
+@call_rules.register(tuple)
+def tuple_of_a_tuple(lw, args, sig, expr) -> TupleValue:
+    """`tuple(t)` of a tuple (what `f(x, *args)` makes of its arguments): t."""
+    if len(args) != 1 or not isinstance(args[0], TupleValue):
+        raise UnsupportedConstructError(f"tuple() of {', '.join(map(str, sig.args))}",
+                                        expr.loc)
+    return TupleValue(list(args[0].items), types.unliteral(sig.return_type))

@@ -15,6 +15,14 @@ class ModuleSpec:
     include: Optional[tuple] = None             # test classes to run (None: all)
     exclude: tuple = ()                         # test classes left out, see `why`
     why: str = ""
+    # test classes whose compilations follow another policy, and why
+    class_policies: tuple = ()                  # ((class name, Policy), ...)
+    class_why: str = ""
+
+    def policy_of(self, test_id: str) -> Policy:
+        """The policy of the test `numba.tests.<module>.<Class>.<test>`."""
+        cls = test_id.split(".")[3]
+        return dict(self.class_policies).get(cls, self.policy)
 
 
 MODULES = (
@@ -22,7 +30,11 @@ MODULES = (
         "test_parfors", parallel_is_ours,
         exclude=("TestParforsRunner",),
         why="TestParforsRunner only re-runs the other classes of the module in fresh "
-            "interpreters, which this runner does itself (instrumented)"),
+            "interpreters, which this runner does itself (instrumented)",
+        class_policies=(("TestParforChunksizing", all_ours),),
+        class_why="TestParforChunksizing's njit tests compare with no reference: their plain "
+                  "njit compilations (get/set_parallel_chunksize, the with block) are the "
+                  "code under test"),
     ModuleSpec("test_parfors_passes", parallel_is_ours),
     ModuleSpec("test_array_exprs", all_ours),
     ModuleSpec(

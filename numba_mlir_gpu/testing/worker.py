@@ -109,7 +109,7 @@ def main() -> int:
         spec = spec_of(test_id)
         module = __import__(f"numba.tests.{spec.name}", fromlist=["_"])
         _adapt_module(module, icpt)
-        icpt.policy = spec.policy
+        icpt.policy = spec.policy_of(test_id)
         record = icpt.record = TestRecord()
         result = unittest.TestResult()
         start = time.monotonic()
