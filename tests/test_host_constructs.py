@@ -598,3 +598,37 @@ def test_calls_spreading_a_tuple():
     builds_for_gpu(spread_arguments, np.arange(5.0), (2.0, 1.0))
     points = np.random.default_rng(4).random((7, 2))
     same(distance_function_argument, points, _euclidean, (), parallel=True, exact=False)
+
+
+# -- an argument a callee returns is the argument ------------------------------------------
+
+@numba.njit
+def _passes_through(arr):
+    return arr
+
+
+@numba.njit
+def _scales_in_place(arr, k):
+    arr *= k
+    return arr, arr.sum()
+
+
+def returned_by_callees(arr):
+    """Numba's test_array_exprs test_issue_1184."""
+    c = _passes_through(arr)
+    d = _passes_through(arr)
+    return c, d
+
+
+def updated_by_a_callee(arr):
+    b, total = _scales_in_place(arr, 2.0)
+    return b, total
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_arguments_returned_by_callees_are_the_arguments(target):
+    arr = np.arange(10.0)
+    c, d = njit(target=target, fallback=False)(returned_by_callees)(arr)
+    assert c is arr and d is arr
+    b, total = njit(target=target, fallback=False)(updated_by_a_callee)(arr)
+    assert b is arr and total == 90.0 and arr[3] == 6.0

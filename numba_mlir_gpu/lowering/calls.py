@@ -120,7 +120,26 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr, restype):
     # type); a dispatcher compiled for an explicit signature (`i4(i8)` of a
     # body computing int64) returns the declared type, which the call is
     # typed with: convert as that dispatcher's own return would.
-    return lw.convert(_rebuild(callee.restype, results, expr.loc), callee.restype, restype)
+    value = _rebuild(callee.restype, results, expr.loc)
+    value = _arguments_returned(value, callee.restype, iter(callee.returned_arguments),
+                                list(args), callee.argtypes)
+    return lw.convert(value, callee.restype, restype)
+
+
+def _arguments_returned(value, ty, returned, args: list, argtypes: tuple):
+    """An array the callee returns unchanged from its parameters is the
+    caller's argument itself (`c = f(a)` with `def f(a): return a`: `c is a`,
+    as in Numba), so that returning it returns the caller's own array."""
+    if isinstance(value, TupleValue):
+        return TupleValue([_arguments_returned(v, t, returned, args, argtypes)
+                           for v, t in zip(value.items, ty.types)], value.type)
+    if not isinstance(value, ArrayValue):
+        return value
+    k = next(returned, None)
+    if k is None or k >= len(args) or not isinstance(args[k], ArrayValue) or \
+            is_fortran(ty) or types.unliteral(argtypes[k]) != ty or args[k].type != ty:
+        return value
+    return args[k]
 
 
 def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:

@@ -99,6 +99,9 @@ class FunctionLowerer:
         self.entry = entry          # the function Numba's wrapper calls
         self.plan = ReturnPlan(self.restype)
         self.result_types: Optional[list] = None
+        # per array a callee returns: the parameter it returns unchanged (on
+        # every return), else None
+        self.returned_arguments: Optional[list] = None
         self.scope: Scope = None
         self.region: RegionBlocks = None
         self.ip: Optional[ir.InsertionPoint] = None
@@ -406,8 +409,8 @@ class FunctionLowerer:
             return OptionalValue(flat.pop(0), flat.pop(0), ty)
         value = flat.pop(0)
         if isinstance(ty, types.Array):
-            if not self.entry:
-                return ArrayValue(value, ty)
+            if not self.entry:         # (origin: to tell which parameter a callee returns)
+                return ArrayValue(value, ty, origin)
             return self.target.bind_array_argument(self, value, ty, origin, in_tuple)
         return value
 
@@ -514,9 +517,12 @@ class FunctionLowerer:
     # -- return ---------------------------------------------------------------
 
     def lower_return(self, value, ty: types.Type) -> None:
-        results, origins = [], []
-        self._flatten_result(value, ty, self.restype, results, origins)
+        results, origins, params = [], [], []
+        self._flatten_result(value, ty, self.restype, results, origins, params)
         result_types = [r.type for r in results]
+        if self.returned_arguments is not None:
+            params = [p if p == q else None for p, q in zip(params, self.returned_arguments)]
+        self.returned_arguments = params
         if self.result_types is not None and (origins != self.plan.array_origins
                                               or result_types != self.result_types):
             raise UnsupportedConstructError(
@@ -526,18 +532,19 @@ class FunctionLowerer:
             self.target.epilogue(self)
         func.ReturnOp([const(STATUS, 0)] + results)
 
-    def _flatten_result(self, value, ty, resty, results, origins):
+    def _flatten_result(self, value, ty, resty, results, origins, params):
         if isinstance(resty, types.BaseTuple):
             if not isinstance(value, TupleValue):
                 raise UnsupportedConstructError(f"returning {ty} as {resty}", self.loc)
             for item, ity, rty in zip(value.items, value.type.types, resty.types):
-                self._flatten_result(item, ity, rty, results, origins)
+                self._flatten_result(item, ity, rty, results, origins, params)
         elif is_static(resty):
             return                        # known to the caller at compile time
         elif isinstance(resty, types.Array):
             if not isinstance(value, ArrayValue):
                 raise UnsupportedConstructError(f"returning {ty}", self.loc)
             origins.append(value.origin if self.entry else None)
+            params.append(None if value.view or types.unliteral(ty) != resty else value.origin)
             if origins[-1] is None and is_fortran(resty):
                 results.append(fortran_storage(self, value, resty))
             elif origins[-1] is None:    # a new array (or any, from a callee)

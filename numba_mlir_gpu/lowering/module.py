@@ -25,6 +25,8 @@ class Callee:
     param_types: list        # MLIR types of the flat parameters
     result_types: list       # MLIR types of the results after the status
     written: frozenset = frozenset()    # the arguments whose elements it may write
+    # per returned array: the parameter returned unchanged, or None
+    returned_arguments: tuple = ()
 
 
 @dataclass
@@ -82,6 +84,7 @@ class ModuleLowering:
         finally:
             self._in_progress.discard(key)
         callee = Callee(name, state.return_type, tuple(state.args), list(fn_type.inputs),
-                        list(fn_type.results[1:]), frozenset(written_arguments(state.func_ir)))
+                        list(fn_type.results[1:]), frozenset(written_arguments(state.func_ir)),
+                        tuple(lowerer.returned_arguments or ()))
         self.callees[key] = callee
         return callee
