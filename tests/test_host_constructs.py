@@ -598,6 +598,9 @@ def test_calls_spreading_a_tuple():
     builds_for_gpu(spread_arguments, np.arange(5.0), (2.0, 1.0))
     points = np.random.default_rng(4).random((7, 2))
     same(distance_function_argument, points, _euclidean, (), parallel=True, exact=False)
+    # on the GPU the inner loop spreads over a block, where a callee that may
+    # write its arrays is refused: `range(x.shape[0])` in it writes nothing
+    builds_for_gpu(distance_function_argument, points, _euclidean, ())
 
 
 # -- an argument a callee returns is the argument ------------------------------------------

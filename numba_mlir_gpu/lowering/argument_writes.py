@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import ir as nir
+from numba import prange
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import Parfor
 
@@ -210,14 +211,25 @@ def _is_numpy(fn) -> bool:
         str(getattr(fn, "__module__", "")).startswith("numpy.")
 
 
+# Python builtins that never write an array they are given (`range(x.shape[0])`
+# reads a number that aliases x through `.shape`)
+_READING_BUILTINS = {len, range, min, max, abs, int, float, bool, complex, round, enumerate,
+                     zip, print, slice, tuple, isinstance, prange}
+
+
 def _writes_arguments(fn, expr) -> list:
     """The arguments a call may write: a ufunc's outputs, everything given
     to jitted or unknown callees, nothing given to other NumPy functions
-    (np.empty_like(x) leaves x alone: no copy back)."""
+    (np.empty_like(x) leaves x alone: no copy back) or to reading builtins."""
     if isinstance(fn, np.ufunc):
         return list(expr.args[fn.nin:]) + [var for name, var in expr.kws if name == "out"]
-    if fn is len or fn is assert_equiv or (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
+    if fn is assert_equiv or (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
         return []
+    try:
+        if fn in _READING_BUILTINS:
+            return []
+    except TypeError:           # an unhashable callable
+        pass
     return list(expr.args)
 
 
