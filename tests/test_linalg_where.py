@@ -52,8 +52,9 @@ def test_dot(name, target):
 
 def _gemm_operands():
     """Matrix products BLAS takes: every element type, operands of either
-    order, slices (a leading dimension above the row), strided views (copied
-    first), transposes, sizes that are no multiple of any tile, zero sizes."""
+    order, slices (a leading dimension above the row), strided, reversed and
+    broadcast views (copied first), transposes, sizes that are no multiple of
+    any tile, zero sizes."""
     rng = np.random.default_rng(3)
     cases = {}
     for dtype in (np.float32, np.float64, np.complex64, np.complex128):
@@ -68,6 +69,12 @@ def _gemm_operands():
             f"{name}-slice": (big[3:40, 5:58], b), f"{name}-strided": (big[:74:2, :106:2], b),
         })
     cases.update({"m0": (a[:0], b), "k0": (a[:, :0], b[:0]), "n0": (a, b[:, :0])})
+    # negative and zero strides are no leading dimension: copied first
+    x, y = rng.random((6, 5)), rng.random((5, 4))
+    cases.update({"reversed-rows": (x[::-1], y), "reversed-columns": (x[:, ::-1], y[::-1]),
+                  "reversed-column": (x[::-1, :1], y[:1]),
+                  "broadcast-row": (np.broadcast_to(x[:1], (6, 5)), y),
+                  "broadcast-column": (np.broadcast_to(x[:, :1], (6, 5)), y)})
     return cases
 
 
@@ -79,6 +86,18 @@ GEMM = _gemm_operands()
 def test_matrix_products_through_blas(name, target):
     check(matmul, *GEMM[name], target=target, rtol=1e-4 if "float32" in name or
           "complex64" in name else 1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_matrix_products_of_views_through_blas(target):
+    """The operands as views, not copied (`check` compares on deep copies,
+    which are contiguous): each stride case BLAS takes or has copied."""
+    fn = ours(matmul, target)
+    for name, (x, y) in GEMM.items():
+        if x.base is None and y.base is None:
+            continue
+        rtol = 1e-4 if "float32" in name or "complex64" in name else 1e-12
+        np.testing.assert_allclose(fn(x, y), x @ y, rtol=rtol, atol=1e-12, err_msg=name)
 
 
 def gemm_in_a_loop(a, b):

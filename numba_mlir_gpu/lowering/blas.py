@@ -50,8 +50,7 @@ class _Operand:
     leading dimension and whether its rows are contiguous."""
 
     def __init__(self, lw, array: ArrayValue):
-        rows_ok, cols_ok = _orders(array.memref)
-        usable = arith.OrIOp(rows_ok, cols_ok).result
+        usable = arith.OrIOp(*(_layout(array.memref, rows) for rows in (True, False))).result
         strided = array.memref.type
         choice = scf.IfOp(usable, [strided], has_else=True)
         with ir.InsertionPoint(choice.then_block):
@@ -61,31 +60,38 @@ class _Operand:
             scf.YieldOp([memref.CastOp(strided, copy.memref).result
                          if copy.memref.type != strided else copy.memref])
         source = choice.results[0]
-        self.row_major, _ = _orders(source)
+        self.row_major = _layout(source, rows=True)
         meta = memref.ExtractStridedMetadataOp(source).results
         itemsize = const_index(_itemsize(array.type.dtype))
         base = memref.ExtractAlignedPointerAsIndexOp(source).result
         self.address = _i64(arith.AddIOp(base, arith.MulIOp(meta[1], itemsize).result).result)
-        row_stride, col_stride = meta[4], meta[5]
-        rows, cols = meta[2], meta[3]
-        one = const_index(1)
-        self.lead = _i64(select(self.row_major,
-                                arith.MaxUIOp(row_stride, arith.MaxUIOp(cols, one).result).result,
-                                arith.MaxUIOp(col_stride, arith.MaxUIOp(rows, one).result).result))
+        self.lead = _i64(select(self.row_major, _lead(meta, rows=True), _lead(meta, rows=False)))
 
 
-def _orders(value: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """Are the rows contiguous (a leading dimension >= the row length), are
-    the columns? Axes of extent 1 leave their stride free."""
+def _layout(value: ir.Value, rows: bool) -> ir.Value:
+    """Are the rows (`rows`) or the columns of the matrix contiguous, a line
+    after another at a positive distance of at least its length? An axis of
+    extent 1 leaves its stride free (signed compares: a reversed view's
+    negative stride is no leading dimension)."""
     meta = memref.ExtractStridedMetadataOp(value).results
-    rows, cols, s0, s1 = meta[2], meta[3], meta[4], meta[5]
+    extents, strides = meta[2:4], meta[4:6]
+    inner, outer = (1, 0) if rows else (0, 1)
     one = const_index(1)
+    unit = arith.OrIOp(cmpi("eq", strides[inner], one), cmpi("sle", extents[inner], one)).result
+    apart = arith.OrIOp(cmpi("sge", strides[outer], arith.MaxSIOp(extents[inner], one).result),
+                        cmpi("sle", extents[outer], one)).result
+    return arith.AndIOp(unit, apart).result
 
-    def fits(unit_stride, lead, length, other_extent):
-        unit = arith.OrIOp(cmpi("eq", unit_stride, one), cmpi("ule", other_extent, one)).result
-        long_enough = arith.OrIOp(cmpi("uge", lead, length), cmpi("ule", length, one)).result
-        return arith.AndIOp(unit, long_enough).result
-    return fits(s1, s0, cols, cols), fits(s0, s1, rows, rows)
+
+def _lead(meta, rows: bool) -> ir.Value:
+    """The leading dimension of a matrix whose rows (`rows`) or columns are
+    contiguous: the distance between them, or the line's length where there
+    is one line."""
+    extents, strides = meta[2:4], meta[4:6]
+    inner, outer = (1, 0) if rows else (0, 1)
+    one = const_index(1)
+    return select(cmpi("sle", extents[outer], one), arith.MaxSIOp(extents[inner], one).result,
+                  strides[outer])
 
 
 def _itemsize(dtype: types.Type) -> int:

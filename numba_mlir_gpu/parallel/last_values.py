@@ -134,7 +134,7 @@ def _check_passed_through(name: str, members: set, parfor: Parfor, blocks: list)
             read = read_vars(stmt.value) if isinstance(stmt, nir.Assign) else stmt.list_vars()
             if any(v.name in carried for v in read):
                 raise UnsupportedConstructError(
-                    f"a prange body that reads the value variable '{user_name(name)}' had in "
+                    f"a prange body that reads the value that variable '{user_name(name)}' had in "
                     "the previous iteration (each iteration would need the one before it; "
                     "only reductions such as `s += x` or `s = max(s, x)` may carry values "
                     "between iterations)", stmt.loc)

@@ -306,11 +306,9 @@ def _part_view(array: ArrayValue, part: int, result_ty: types.Array, loc) -> Arr
     i64 = ir.IntegerType.get_signless(64)
     fields = "ptr, ptr, i64" + (f", array<{ndim} x i64>, array<{ndim} x i64>" if ndim else "")
     struct = ir.Type.parse(f"!llvm.struct<({fields})>")
-    source = array.memref
-    if ir.MemRefType(source.type).layout != ir.MemRefType(strided_memref_type(array.type, loc)
-                                                          ).layout:
-        source = memref.CastOp(strided_memref_type(array.type.copy(layout="A"), loc),
-                               source).result
+    source, strided = array.memref, strided_memref_type(array.type.copy(layout="A"), loc)
+    if source.type != strided:      # the identity layout of a C array
+        source = memref.CastOp(strided, source).result
     descriptor = _cast(source, struct)
     two = arith.ConstantOp(i64, 2).result
     offset = llvm.ExtractValueOp(i64, descriptor, [2]).result
