@@ -277,3 +277,41 @@ def test_arrays_in_tuple_arguments_written_on_the_gpu():
     a = Holder(np.zeros(1001), np.arange(1001.0))
     numba_mlir_gpu.njit(target="gpu")(write_through_tuple)(a)
     np.testing.assert_array_equal(a.y, np.arange(1001.0) + 5)
+
+
+def _rows_written_through_enumerate(m):
+    for i, row in enumerate(m):
+        row[0] = i
+    return m
+
+
+def _rows_written_through_zip(a, b):
+    for r, s in zip(a, b):
+        r[0] = s[0]
+
+
+def _reads_through_range_of_shape(x, y):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += (x[i] - y[i]) ** 2
+    return total
+
+
+@pytest.mark.parametrize("fn, ndim, written", [
+    (_rows_written_through_enumerate, 2, {0}),
+    (_rows_written_through_zip, 2, {0, 1}),     # r or s: both may be written
+    (_reads_through_range_of_shape, 1, set()),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_which_arguments_a_function_writes(fn, ndim, written):
+    """What the GPU copies back: rows an iteration yields are views of the
+    array (a write through them writes it); `range(x.shape[0])` writes
+    nothing (it made a callee's arrays count as written, and the GPU refused
+    calling it where a block's threads share the loop)."""
+    import numba
+    from numba.core.registry import cpu_target
+    from numba_mlir_gpu.frontend.typed_ir import typed_ir
+    from numba_mlir_gpu.lowering.argument_writes import written_arguments
+    ty = numba.typeof(np.ones((3,) * ndim))
+    nargs = fn.__code__.co_argcount
+    state = typed_ir(fn, (ty,) * nargs, cpu_target.typing_context, cpu_target.target_context)
+    assert written_arguments(state.func_ir) == written

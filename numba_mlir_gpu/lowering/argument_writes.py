@@ -211,10 +211,11 @@ def _is_numpy(fn) -> bool:
         str(getattr(fn, "__module__", "")).startswith("numpy.")
 
 
-# Python builtins that never write an array they are given (`range(x.shape[0])`
-# reads a number that aliases x through `.shape`)
-_READING_BUILTINS = {len, range, min, max, abs, int, float, bool, complex, round, enumerate,
-                     zip, print, slice, tuple, isinstance, prange}
+# Python builtins that never write an array they are given nor return a view
+# of one (`range(x.shape[0])` reads a number that aliases x through `.shape`);
+# not enumerate/zip, whose items may be rows written through
+_READING_BUILTINS = {len, range, min, max, abs, int, float, bool, complex, round, print,
+                     slice, isinstance, prange}
 
 
 def _writes_arguments(fn, expr) -> list:
@@ -238,8 +239,9 @@ def _note_expr(func_ir, target: str, expr, aliases: Aliases, targets: set) -> No
     a tuple its items;
     in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
-    if expr.op in ("getitem", "static_getitem", "getattr"):
-        aliases.note(target, expr.value.name)
+    if expr.op in ("getitem", "static_getitem", "getattr", "getiter", "iternext",
+                   "pair_first", "pair_second", "exhaust_iter"):
+        aliases.note(target, expr.value.name)     # iterating yields views (rows) too
     elif expr.op == "build_tuple":      # `t = (a, b); t[k][i] = v` writes a or b
         for item in expr.items:
             aliases.note(target, item.name)
