@@ -10,16 +10,6 @@ import pytest
 # Differential tests pick their target explicitly; keep the environment out.
 os.environ.pop("NUMBA_MLIR_GPU_TARGET", None)
 
-# The reference answers come from Numba's own compilations, which take most of
-# the suite's time, mostly in LLVM's optimisation. Without fast-math, LLVM's
-# optimisations do not change results, so the references are the same at
-# level 0 (NUMBA_OPT=3 in the environment restores Numba's default). Our
-# pipeline's own levels are not affected.
-if "NUMBA_OPT" not in os.environ:
-    os.environ["NUMBA_OPT"] = "0"
-    from numba.core import config as _numba_config
-    _numba_config.reload_config()
-
 
 def pytest_collection_modifyitems(config, items):
     from numba_mlir_gpu.runtime.cuda import cuda_device_available

@@ -5,8 +5,9 @@ tables (oracles, tolerances, exclusions, known gaps and bugs) are in
 numba_mlir_gpu/testing/differential.py; docs/testing.md describes it.
 
 One test per (entry, dtype) and target; each runs every layout, shape and value set of
-that entry and reports all its mismatches in one message. CI runs a fixed, seeded
-sample (every entry once, dtypes rotating); NUMBA_MLIR_GPU_SWEEP=full runs the whole
+that entry and reports all its mismatches in one message. CI runs half of a fixed,
+seeded sample (every entry once, dtypes rotating; the half alternates by ISO week);
+NUMBA_MLIR_GPU_SWEEP=sample runs the whole sample, NUMBA_MLIR_GPU_SWEEP=full the whole
 grid. The `test_bug_*` tests are the mismatches it found, each a regression test now."""
 import math
 
