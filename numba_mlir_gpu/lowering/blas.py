@@ -19,7 +19,8 @@ from numba.core import types
 
 from .._mlir import arith, func, ir, memref, scf
 from .arrays import allocate, copy_array
-from .build import cmpi, const, const_index, declare_function, select
+from .build import (cmpi, const, const_index, declare_function, element_address, select,
+                    to_i64)
 from .values import ArrayValue
 
 GEMM_SYMBOL = "numba_xxgemm"
@@ -41,10 +42,6 @@ def _char(c: str) -> ir.Value:
     return arith.ConstantOp(_i(8), ord(c)).result
 
 
-def _i64(value: ir.Value) -> ir.Value:
-    return arith.IndexCastOp(_i(64), value).result
-
-
 class _Operand:
     """A 2-d array as BLAS reads it: the address of its first element, its
     leading dimension and whether its rows are contiguous."""
@@ -62,10 +59,8 @@ class _Operand:
         source = choice.results[0]
         self.row_major = _layout(source, rows=True)
         meta = memref.ExtractStridedMetadataOp(source).results
-        itemsize = const_index(_itemsize(array.type.dtype))
-        base = memref.ExtractAlignedPointerAsIndexOp(source).result
-        self.address = _i64(arith.AddIOp(base, arith.MulIOp(meta[1], itemsize).result).result)
-        self.lead = _i64(select(self.row_major, _lead(meta, rows=True), _lead(meta, rows=False)))
+        self.address = to_i64(element_address(source, meta[1], _itemsize(array.type.dtype)))
+        self.lead = to_i64(select(self.row_major, _lead(meta, rows=True), _lead(meta, rows=False)))
 
 
 def _layout(value: ir.Value, rows: bool) -> ir.Value:
@@ -110,9 +105,9 @@ def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value
                                  []).result
     memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
     memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
-    alpha = _i64(memref.ExtractAlignedPointerAsIndexOp(scalar).result)
-    beta = arith.AddIOp(alpha, arith.ConstantOp(_i(64), _itemsize(dtype)).result).result
-    c = _i64(memref.ExtractAlignedPointerAsIndexOp(out.memref).result)
+    alpha = to_i64(element_address(scalar))
+    beta = to_i64(element_address(scalar, const_index(1), _itemsize(dtype)))
+    c = to_i64(element_address(out.memref))
     # C^T (n x m) = op(B) op(A): a row-major operand is its own transpose
     call = _cublas_call if lw.target.gpu else _blas_call
     status = call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k, alpha, y, x, beta, c,
@@ -131,8 +126,8 @@ def _blas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -
                               [i8, i8, i8] + [i64] * 11, [_i(32)])
     status = func.CallOp([_i(32)], symbol, [
         _char(kind), select(a_plain, _char("n"), _char("t")),
-        select(b_plain, _char("n"), _char("t")), _i64(m), _i64(n), _i64(k),
-        alpha, a.address, a.lead, b.address, b.lead, beta, c, _i64(ldc)]).result
+        select(b_plain, _char("n"), _char("t")), to_i64(m), to_i64(n), to_i64(k),
+        alpha, a.address, a.lead, b.address, b.lead, beta, c, to_i64(ldc)]).result
     return arith.MinSIOp(status, arith.ConstantOp(_i(32), 0).result).result
 
 
@@ -152,7 +147,7 @@ def _cublas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc)
             ir.IntegerType.get_signless(1), 1).result).result).result
 
     def narrow(v):
-        return arith.TruncIOp(i32, v if v.type == i64 else _i64(v)).result
+        return arith.TruncIOp(i32, to_i64(v)).result
     return func.CallOp([i32], symbol, [
         handle, op(a_plain), op(b_plain), narrow(m), narrow(n), narrow(k), alpha, a.address,
         narrow(a.lead), b.address, narrow(b.lead), beta, c, narrow(ldc)]).result

@@ -60,6 +60,15 @@ def to_i64(value: ir.Value) -> ir.Value:
     return value
 
 
+def element_address(value: ir.Value, offset: ir.Value = None, itemsize: int = 0) -> ir.Value:
+    """The address (index) of a memref's first element: its aligned pointer,
+    plus `offset` elements of `itemsize` bytes (its strided offset) if given."""
+    pointer = memref.ExtractAlignedPointerAsIndexOp(value).result
+    if offset is None:
+        return pointer
+    return arith.AddIOp(pointer, arith.MulIOp(offset, const_index(itemsize)).result).result
+
+
 # Values of a reduction kept in buffers (partials of chunks or blocks): MLIR's
 # LLVM lowering has no memrefs of i1, so booleans are bytes in memory.
 

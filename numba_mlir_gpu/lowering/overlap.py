@@ -13,7 +13,7 @@ from numba.np.numpy_support import as_dtype
 
 from .._mlir import arith, ir, memref
 from .arrays import copy_array
-from .build import cmpi, const, const_index, logical_not
+from .build import cmpi, const, const_index, element_address, logical_not
 from .values import ArrayValue
 
 OVERLAP_IN_KERNEL = ("numba-mlir-gpu: inside a GPU kernel, an array view cannot be assigned into "
@@ -44,9 +44,9 @@ class _Span:
         offset = meta.results[1]
         self.sizes = list(meta.results[2:2 + rank])
         self.strides = list(meta.results[2 + rank:2 + 2 * rank])
-        item = const_index(as_dtype(array.type.dtype).itemsize)
-        pointer = memref.ExtractAlignedPointerAsIndexOp(value).result
-        self.start = arith.AddIOp(pointer, arith.MulIOp(offset, item).result).result
+        itemsize = as_dtype(array.type.dtype).itemsize
+        item = const_index(itemsize)
+        self.start = element_address(value, offset, itemsize)
         low = high = const_index(0)
         self.empty = const(types.boolean, 0)
         one = const_index(1)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba.core import types
 
-from .._mlir import arith, func, ir, memref
-from .build import const, constant_global, declare_function
+from .._mlir import func, ir
+from .build import const, constant_global, declare_function, element_address, to_i64
 from .casts import cast
 
 PRINT_INT_SYMBOL = "nmg_print_int"        # (i64 value, i32 unsigned?)
@@ -42,9 +42,8 @@ def print_text(module: ir.Module, text: str, name: str) -> None:
     encoded = text.encode("utf-8")
     data = np.frombuffer(encoded or b"\0", dtype=np.uint8).astype(np.int8)  # no empty global
     source = constant_global(module, name, data, _i(8))
-    address = arith.IndexCastOp(_i(64), memref.ExtractAlignedPointerAsIndexOp(source).result)
     symbol = declare_function(module, PRINT_TEXT_SYMBOL, [_i(64), _i(64)], [])
-    func.CallOp([], symbol, [address.result, const(types.int64, len(encoded))])
+    func.CallOp([], symbol, [to_i64(element_address(source)), const(types.int64, len(encoded))])
 
 
 def print_end(module: ir.Module) -> None:

@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Callable
 
 from ..._mlir import arith, complex_dialect, func, gpu, ir, memref, scf
-from ...lowering.loops import accumulator_types, combine_each, identities
 from ...lowering.build import (cmpi, const_index, declare_function, load_value, memory_type,
                                select, stack_copy, store_value, value_buffer)
+from ...lowering.loops import accumulator_types, combine_each, identities
 from . import schedules
 
 THREADS = schedules.REDUCE_THREADS
