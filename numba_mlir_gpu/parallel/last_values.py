@@ -37,9 +37,11 @@ ITERATION = "$iteration"
 
 @dataclass
 class LastValue:
-    """`names`: the variable and its hidden position (see the module)."""
+    """`names`: the variable and its hidden position (see the module);
+    `copies`: the assignments in the nest to the variable and its copies."""
     names: list
     types: list
+    copies: dict                # member -> its Assign statements
     initial: list = None        # the value before the loop and -1
 
     def identity_values(self) -> list:
@@ -79,9 +81,11 @@ def last_values(lw, parfor: Parfor, outside: set) -> list[LastValue]:
                 f"reading variable '{user_name(name)}' ({ty}) after the prange loop that "
                 "assigns it (supported for scalars, which keep the last iteration's value)",
                 parfor.loc)
-        _check_passed_through(name, _copies(name, assigned), parfor, blocks)
+        members = _copies(name, assigned)
+        _check_passed_through(name, members, parfor, blocks)
         lw.typemap[position_of(name)] = types.int64
-        result.append(LastValue([name, position_of(name)], [ty, types.int64]))
+        result.append(LastValue([name, position_of(name)], [ty, types.int64],
+                                {member: assigned.get(member, []) for member in members}))
     return result
 
 
@@ -141,17 +145,16 @@ def _check_passed_through(name: str, members: set, parfor: Parfor, blocks: list)
 
 
 @contextmanager
-def positions_marked(lw, last: list[LastValue], parfor: Parfor):
+def positions_marked(lw, last: list[LastValue]):
     """While the body lowers: each assignment to a copy of a LastValue's
     variable also sets the copy's hidden position (the iteration for a new
     value, the source's position for a copy)."""
-    assigned = _assignments(nest_blocks(parfor))
     marked = {}
     for value in last:
-        members = _copies(value.names[0], assigned)
-        for member in members:
+        members = value.copies
+        for member, stmts in members.items():
             lw.typemap.setdefault(position_of(member), types.int64)
-            for stmt in assigned.get(member, []):
+            for stmt in stmts:
                 copy = isinstance(stmt.value, nir.Var) and stmt.value.name in members
                 marked[id(stmt)] = _marking(lw, stmt, position_of(member),
                                             position_of(stmt.value.name) if copy else ITERATION)

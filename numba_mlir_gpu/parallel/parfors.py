@@ -98,7 +98,7 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     # scalars read after the loop: the last iteration's values (last_values.py)
     last = last_values(lw, parfor, outside)
     updates = atomic_updates(lw, parfor)
-    with atomic_statements(lw, updates), positions_marked(lw, last, parfor):
+    with atomic_statements(lw, updates), positions_marked(lw, last):
         _lower_parfor(lw, parfor, updates, last)
 
 
