@@ -30,6 +30,13 @@ from ..lowering.values import PyValue
 _BODY_THREADS = "$num_threads"
 
 
+def _integer_argument(args, sig, expr, name: str) -> ir.Value:
+    """The one integer argument of a setter, as i64."""
+    if len(args) != 1 or not isinstance(types.unliteral(sig.args[0]), types.Integer):
+        raise UnsupportedConstructError(f"{name} of a non-integer", expr.loc)
+    return cast(args[0], types.unliteral(sig.args[0]), types.int64)
+
+
 def _configured_threads() -> int:
     return max(1, int(config.NUMBA_NUM_THREADS))
 
@@ -59,9 +66,7 @@ def numba_get_num_threads(lw, args, sig, expr):
 def numba_set_num_threads(lw, args, sig, expr):
     """Numba's snt_check, then the count of this thread (host code) or of
     this iteration (parallel bodies)."""
-    if len(args) != 1 or not isinstance(types.unliteral(sig.args[0]), types.Integer):
-        raise UnsupportedConstructError("numba.set_num_threads of a non-integer", expr.loc)
-    n = cast(args[0], types.unliteral(sig.args[0]), types.int64)
+    n = _integer_argument(args, sig, expr, "numba.set_num_threads")
     most = _configured_threads()
     bad = arith.OrIOp(cmpi("sgt", n, const(types.int64, most)),
                       cmpi("slt", n, const(types.int64, 1))).result
@@ -95,10 +100,7 @@ def numba_get_parallel_chunksize(lw, args, sig, expr):
 def numba_set_parallel_chunksize(lw, args, sig, expr):
     """Numba's check (ValueError below 0), then the calling thread's chunk
     size; returns the one before."""
-    if len(args) != 1 or not isinstance(types.unliteral(sig.args[0]), types.Integer):
-        raise UnsupportedConstructError("numba.set_parallel_chunksize of a non-integer",
-                                        expr.loc)
-    n = cast(args[0], types.unliteral(sig.args[0]), types.int64)
+    n = _integer_argument(args, sig, expr, "numba.set_parallel_chunksize")
     lw.errors.raise_if(lw, cmpi("slt", n, const(types.int64, 0)), lw.errors.code(
         ValueError, ("chunksize must be greater than or equal to zero",)))
     result = types.unliteral(sig.return_type)
