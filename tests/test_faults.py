@@ -47,8 +47,8 @@ BROKEN_PTXAS = """
 
 
 def test_a_failing_ptxas_ships_ptx_with_a_warning(tmp_path):
-    from numba_mlir_gpu.runtime.cuda import toolkit_root
-    real = toolkit_root()
+    from numba_mlir_gpu.compiler.toolkit import find_toolkit
+    real = find_toolkit().libdevice_root
     if real is None or not os.path.isdir(os.path.join(real, "nvvm", "libdevice")):
         pytest.skip("no CUDA toolkit with libdevice to build the broken copy from")
     fake = tmp_path / "cuda"

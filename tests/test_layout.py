@@ -28,6 +28,7 @@ ALLOWED = {
     "compiler": {"lowering", "parallel", "rules", "targets", "runtime"},
     "frontend": {"compiler", "lowering", "targets", "runtime"},
     "testing": {"frontend", "lowering", "api", ""},      # "": the package itself
+    "aot": {"api", "compiler", "frontend", "runtime"},
 }
 
 

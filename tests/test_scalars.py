@@ -9,7 +9,7 @@ from numba import prange
 
 import numba_mlir_gpu
 
-from .support import TARGETS, check, ours
+from .support import TARGETS, check, ours, this_weeks_half
 
 INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOAT_TYPES = [np.float32, np.float64]
@@ -45,8 +45,9 @@ def _values(dtype, n=12, seed=0):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("op", ARITH, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("dtype", INT_TYPES + FLOAT_TYPES, ids=lambda d: d.__name__)
+@pytest.mark.parametrize("op, dtype", this_weeks_half(
+    (op, dtype) for op in ARITH for dtype in INT_TYPES + FLOAT_TYPES),
+    ids=lambda v: getattr(v, "__name__", str(v)))
 def test_binary_operators(op, dtype, target):
     values = _values(dtype)
     fn = ours(op, target)

@@ -18,7 +18,7 @@ from numba import prange
 
 import numba_mlir_gpu
 
-from .support import TARGETS, assert_same
+from .support import TARGETS, assert_same, this_weeks_half
 
 
 def ours(sig, fn, target):
@@ -215,7 +215,7 @@ def small_values(element: str, result: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("fn, result, element", ARRAY_SIGNATURES, ids=name)
+@pytest.mark.parametrize("fn, result, element", this_weeks_half(ARRAY_SIGNATURES), ids=name)
 def test_declared_result_of_array_function(fn, result, element, target):
     x = small_values(element, result)
     assert_matches(f"{result}({element}[:])", fn, [(x,), (x[::-1].copy(),)], target)
@@ -231,9 +231,9 @@ LARGE = {
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("element", list(LARGE))
-@pytest.mark.parametrize("result", ["i1", "u1", "i2", "u4", "b1", "f4"])
-@pytest.mark.parametrize("fn", [expression, after_prange, array_sum, call_declared], ids=name)
+@pytest.mark.parametrize("fn, result, element", this_weeks_half(
+    (fn, result, element) for fn in [expression, after_prange, array_sum, call_declared]
+    for result in ["i1", "u1", "i2", "u4", "b1", "f4"] for element in LARGE), ids=name)
 def test_narrowed_integers_wrap(fn, result, element, target):
     x = LARGE[element]
     assert_matches(f"{result}({element}[:])", fn, [(x,), (x[::-1].copy(),)], target)
@@ -314,8 +314,8 @@ SCALAR_ARGUMENTS = [(5, 2.5), (3, 0.5), (np.int64(4), np.float32(1.25)), (True, 
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("sig", SCALAR_SIGNATURES)
-@pytest.mark.parametrize("fn", SCALAR_FORMS, ids=name)
+@pytest.mark.parametrize("fn, sig", this_weeks_half(
+    (fn, sig) for fn in SCALAR_FORMS for sig in SCALAR_SIGNATURES), ids=name)
 def test_declared_argument_types(fn, sig, target):
     assert_matches(sig, fn, SCALAR_ARGUMENTS, target)
 

@@ -1,11 +1,11 @@
 """One compilation: typed Numba IR -> MLIR -> pass pipeline -> JIT."""
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import itertools
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -23,7 +23,8 @@ from ..runtime.device_arrays import DeviceArrayType
 from ..targets import TargetChoice, strategy_for
 from ..targets.choice import choose_target
 from . import passes
-from .jit import JitFunction, add_allocator, extract_ptx, jit, run_pipeline
+from .gpu_binaries import archs_from_env
+from .jit import JitFunction, add_allocator, extract_ptx, for_another_process, jit, run_pipeline
 
 ENV_DUMP = "NUMBA_MLIR_GPU_DUMP"
 _counter = itertools.count()
@@ -64,12 +65,28 @@ def cpu_threads() -> int:
     return max(1, int(config.NUMBA_NUM_THREADS))
 
 
+@dataclass(frozen=True)
+class AheadOfTime:
+    """A GPU build for other machines (aot/): these architectures, these
+    device libraries, no GPU needed and nothing JIT-ed here."""
+    chips: tuple
+    link: tuple = ()
+
+
+AHEAD_OF_TIME: contextvars.ContextVar = contextvars.ContextVar("numba_mlir_gpu_aot", default=None)
+
+
 def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
+    """GPU builds: the device's architecture, or $NUMBA_MLIR_GPU_ARCH's list;
+    compile-only: PTX for sm_90 (or the list), no ptxas."""
+    aot = AHEAD_OF_TIME.get()
+    if aot is not None:
+        return passes.options_from_env(passes.GPUOptions(chips=aot.chips, link=aot.link))
+    listed = archs_from_env()
     if choice.name == "gpu":
         major, minor = cuda.compute_capability()
-        return passes.options_from_env(passes.GPUOptions(
-            chip=f"sm_{major}{minor}", format="fatbin" if cuda.has_ptxas() else "isa"))
-    return passes.options_from_env(passes.GPUOptions(format="isa"))
+        return passes.options_from_env(passes.GPUOptions(chips=listed or (f"sm_{major}{minor}",)))
+    return passes.options_from_env(passes.GPUOptions(chips=listed or ("sm_90",), sass=False))
 
 
 def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
@@ -107,46 +124,31 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
         apply_fastmath(module, fastmath_flags(state.flags.fastmath), fastmath_of_callees)
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
-        module, options = _run_pipelines(module, input_mlir, options, choice)
+        _run_pipelines(module, options, choice)
         lowered = str(module)
-        ptx = extract_ptx(module) if options and options.format == "isa" else None
-        jitted = jit(module, name, gpu=choice.builds_gpu_code,
-                     device_results=takes_device_arrays(state.args)) if choice.runs else None
+        ptx = extract_ptx(module) if options and not options.sass else None
+        device_results = takes_device_arrays(state.args)
+        if AHEAD_OF_TIME.get() is not None:
+            jitted = for_another_process(module, name, device_results)
+        elif choice.runs:
+            jitted = jit(module, name, gpu=choice.builds_gpu_code, device_results=device_results)
+        else:
+            jitted = None
     compiled = CompiledFunction(name, choice, plan, input_mlir, lowered, jitted, exceptions,
                                 options, ptx, context)
     _dump(compiled)
     return compiled
 
 
-class PtxasWarning(UserWarning):
-    """The CUDA toolkit's ptxas failed: the kernels are shipped as PTX, which
-    the driver compiles when they load."""
-
-
-def _run_pipelines(module, input_mlir: str, options, choice: TargetChoice):
-    """The pass pipeline of the target, run on `module`; on the GPU, a
-    failing ptxas (a broken or mismatched toolkit) falls back to PTX."""
+def _run_pipelines(module, options, choice: TargetChoice):
+    """The pass pipeline of the target, run on `module`."""
     add_allocator(module, gpu=choice.builds_gpu_code)
-    pipeline = passes.gpu_pipeline(options) if options else passes.cpu_pipeline(cpu_threads())
-    try:
-        run_pipeline(module, pipeline)
-    except MLIRCompilationError as exc:
-        if options is None or options.format != "fatbin" or "ptxas" not in str(exc):
-            raise
-        log = str(exc).split("Log:", 1)[-1].strip().splitlines()
-        warnings.warn(PtxasWarning(
-            "numba-mlir-gpu: ptxas failed, so the kernels are shipped as PTX for the driver "
-            f"to compile ({log[0].strip() if log else 'no log'}); check the CUDA toolkit "
-            "found through CUDA_HOME, CUDA_PATH, /usr/local/cuda or PATH"))
-        options = dataclasses.replace(options, format="isa")
-        module = ir.Module.parse(input_mlir)
-        add_allocator(module, gpu=True)
-        run_pipeline(module, passes.gpu_pipeline(options))
-    return module, options
+    run_pipeline(module, passes.gpu_pipeline(options) if options else
+                 passes.cpu_pipeline(cpu_threads()))
 
 
 def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
-    isa = dataclasses.replace(options, format="isa")
+    isa = dataclasses.replace(options, sass=False)
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(input_mlir)
         add_allocator(module, gpu=True)

@@ -7,6 +7,7 @@ the last one at storage for the (struct of) results.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 from dataclasses import dataclass, field
@@ -18,13 +19,15 @@ from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
 from ..lowering.blas import CUBLAS_GEMM_SYMBOLS, CUBLAS_HANDLE_SYMBOL, GEMM_SYMBOL
-from ..runtime.device import register_runtime
+from ..runtime.cuda import compute_capability
+from ..runtime.device import RUNTIME_FUNCTIONS, register_runtime
 from ..runtime.printing import register_printing
 from ..runtime.blas import register_blas
 from ..runtime.cublas import register_cublas
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
+from .gpu_binaries import select_for_device
 
 # memref.alloc/dealloc call these (finalize-memref-to-llvm with generic
 # functions); each target defines them over its own allocator.
@@ -141,16 +144,44 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3,
     host code is first rewritten for placement and streams (runtime/placement.py);
     `device_results`: the call gets device arrays, so results stay there."""
     if gpu:
-        # cuBLAS runs on our kernels' stream, so its calls are placed as launches
-        place_memory(module, name, device_results,
-                     frozenset(CUBLAS_GEMM_SYMBOLS.values()) | {CUBLAS_HANDLE_SYMBOL})
+        _place(module, name, device_results)
     return _engine(module, name, gpu, str(module), opt_level)
+
+
+def _place(module: ir.Module, name: str, device_results: bool) -> None:
+    # cuBLAS runs on our kernels' stream, so its calls are placed as launches
+    place_memory(module, name, device_results,
+                 frozenset(CUBLAS_GEMM_SYMBOLS.values()) | {CUBLAS_HANDLE_SYMBOL})
+
+
+def for_another_process(module: ir.Module, name: str, device_results: bool) -> JitFunction:
+    """What `jit` keeps of a GPU module for Numba's cache, without JIT-ing
+    it: an ahead-of-time build, on a machine that may have no GPU. Its
+    symbol, and the GPU runtime's that Numba's wrapper calls, point at
+    `abort` here (Numba links the wrapper to save it); a process that loads
+    the build re-JITs the text (Reload) and registers the real addresses first."""
+    from llvmlite import binding as ll
+    _place(module, name, device_results)
+    text = str(module)
+    symbol = _symbol(name, text)
+    nowhere = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p).value
+    for needed in [symbol, *RUNTIME_FUNCTIONS]:
+        if not ll.address_of_symbol(needed):
+            ll.add_symbol(needed, nowhere)
+    return JitFunction(None, name, 0, True, text, symbol)
+
+
+def _symbol(name: str, text: str) -> str:
+    # same text, same code: a digest names the entry across processes
+    return f"numba_mlir_gpu_{name}_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
 
 
 def _engine(module: ir.Module, name: str, gpu: bool, text: str,
             opt_level: int = 3) -> JitFunction:
     from llvmlite import binding as ll
     shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
+    if gpu:    # each GPU binary's object for this GPU (one build serves several)
+        select_for_device(module, compute_capability(), name)
     declared = ir.SymbolTable(module.operation)
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)
@@ -179,8 +210,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     address = engine.raw_lookup(name)
     if not address:
         raise MLIRCompilationError(f"symbol {name!r} not found in the JIT-ed module")
-    # Same text, same code: a digest names the entry across processes.
-    symbol = f"numba_mlir_gpu_{name}_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+    symbol = _symbol(name, text)
     ll.add_symbol(symbol, address)
     return JitFunction(engine, name, address, gpu, text, symbol)
 

@@ -8,6 +8,7 @@ each module: malloc on the CPU, CUDA managed memory on the GPU).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass
 
@@ -20,7 +21,9 @@ from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges
 from .deallocation import copies_of_views_as_loops, lower_general_deallocs
+from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
+from .toolkit import find_toolkit
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
 # array that is not returned (returned arrays are owned by the caller). This
@@ -80,9 +83,11 @@ def cpu_pipeline(threads: int) -> list:
 
 @dataclass(frozen=True)
 class GPUOptions:
-    chip: str = "sm_90"
-    features: str = "+ptx80"
-    format: str = "fatbin"      # "isa" gives PTX text and needs no CUDA toolkit
+    # architectures to build for, oldest first; with `sass`, each gets SASS
+    # and the newest also PTX (gpu_binaries.py); without, PTX only (no ptxas)
+    chips: tuple = ("sm_90",)
+    sass: bool = True
+    link: tuple = ()            # LLVM bitcode device libraries linked into every kernel module
     threads_per_block: int = schedules.ELEMENTWISE_THREADS
     elements_per_thread: int = schedules.ELEMENTWISE_ITEMS   # threads_per_block apart
     opt_level: int = 3
@@ -133,24 +138,30 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "gpu-launch-sink-index-computations)",
         "gpu-kernel-outlining",
     ]) + ")"
+    toolkit = find_toolkit()
+    link = f" l={','.join(o.link)}" if o.link else ""
     compile_ = "builtin.module(" + ",".join([
         "lower-affine",
         "convert-scf-to-cf",
-        f"nvvm-attach-target{{chip={o.chip} features={o.features} O={o.opt_level}}}",
+        *(f"nvvm-attach-target{{chip={chip} features={ptx_features(chip)} O={o.opt_level}{link}}}"
+          for chip in o.chips),
         "gpu.module(strip-debuginfo,convert-complex-to-llvm,convert-gpu-to-nvvm,canonicalize,cse,"
         "reconcile-unrealized-casts)",
         *_TO_LLVM_COMMON[:-1],
         "gpu-to-llvm",
-        f"gpu-module-to-binary{{format={o.format}}}",
+        "gpu-module-to-binary{format=isa"
+        + (f" toolkit={toolkit.libdevice_root}" if toolkit.libdevice_root else "") + "}",
         "canonicalize",
         "cse",
         "reconcile-unrealized-casts",
     ]) + ")"
     tile = TileParallelLoops(o.threads_per_block, o.elements_per_thread)
+    sass = [functools.partial(assemble, ptxas=toolkit.ptxas, opt_level=o.opt_level)] \
+        if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
         compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
         outline, ieee_sqrt_in_kernels, precise_libm_calls,
-        *([contract_in_kernels] if o.contract else []), compile_, zero_for_poison]
+        *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
 
 
 def reductions_as_loops(module) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import warnings
 
-from numba.core import errors
+from numba.core import errors, sigutils, types
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 
@@ -76,15 +77,20 @@ def _install() -> None:
         return
 
     def enable_caching(self):
-        pipeline = getattr(getattr(self, "_compiler", None), "pipeline_class", None)
-        if isinstance(pipeline, type) and issubclass(pipeline, MLIRGPUPipeline):
-            self._cache = MLIRFunctionCache(self.py_func, pipeline)
+        if is_ours(self):
+            self._cache = MLIRFunctionCache(self.py_func, self._compiler.pipeline_class)
         else:
             general(self)
 
     enable_caching._numba_mlir_gpu = True
     enable_caching.__doc__ = general.__doc__
     Dispatcher.enable_caching = enable_caching
+
+
+def is_ours(dispatcher) -> bool:
+    """Is this a dispatcher of MLIRGPUPipeline (or a subclass)?"""
+    pipeline = getattr(getattr(dispatcher, "_compiler", None), "pipeline_class", None)
+    return isinstance(pipeline, type) and issubclass(pipeline, MLIRGPUPipeline)
 
 
 _install()

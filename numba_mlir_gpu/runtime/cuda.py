@@ -1,19 +1,14 @@
-"""The CUDA driver and toolkit, found without importing any GPU library."""
+"""The CUDA driver, found without importing any GPU library (the toolkit: compiler/toolkit.py)."""
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
-import shutil
 from typing import Optional
 
 
 class CUDAUnavailableError(RuntimeError):
     """The GPU target was requested but no usable CUDA driver or device exists."""
-
-
-class CUDAToolkitError(RuntimeError):
-    """Building a GPU binary needs a CUDA toolkit component that is missing."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,17 +48,3 @@ def compute_capability(device: int = 0) -> tuple[int, int]:
     lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device)   # ..._COMPUTE_CAPABILITY_MAJOR
     lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)   # ..._COMPUTE_CAPABILITY_MINOR
     return major.value, minor.value
-
-
-def toolkit_root() -> Optional[str]:
-    """The CUDA toolkit MLIR would use (libdevice, ptxas), if any."""
-    for candidate in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if candidate and os.path.isdir(candidate):
-            return candidate
-    ptxas = shutil.which("ptxas")
-    return os.path.dirname(os.path.dirname(ptxas)) if ptxas else None
-
-
-def has_ptxas() -> bool:
-    root = toolkit_root()
-    return bool(shutil.which("ptxas") or (root and os.path.exists(os.path.join(root, "bin", "ptxas"))))
