@@ -20,9 +20,10 @@ from . import aot  # noqa: E402  (ahead-of-time builds; dispatchers look in thei
 from .compiler.gpu_binaries import GPUArchitectureError, PtxasWarning  # noqa: E402
 from .frontend.fallback import FallbackWarning  # noqa: E402
 from .frontend.pipeline import MLIRGPUPipeline  # noqa: E402
+from .lowering.device_functions import declare_device  # noqa: E402
 from .lowering.errors import MLIRCompilationError, UnsupportedConstructError  # noqa: E402
 from .targets.choice import ENV_TARGET, NoGPUWarning  # noqa: E402
 
 __all__ = ["MLIRGPUPipeline", "njit", "inspect_mlir", "inspect_ptx", "inspect_path",
            "compiled_function", "FallbackWarning", "PtxasWarning", "GPUArchitectureError", "aot",
-           "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError", "MLIRCompilationError"]
+           "declare_device", "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError", "MLIRCompilationError"]

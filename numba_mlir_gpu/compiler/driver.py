@@ -104,7 +104,8 @@ def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
             raise MLIRCompilationError(
                 f"numba-mlir-gpu generated invalid MLIR (a bug; please report it): {exc}"
             ) from None
-    return context, module, lowerer.plan, mlower.exceptions.entries, mlower.callee_fastmath
+    return (context, module, lowerer.plan, mlower.exceptions.entries, mlower.callee_fastmath,
+            mlower.device_libraries)
 
 
 def _boundscheck(flags) -> bool:
@@ -119,11 +120,14 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
     runs Numba's front end on the functions it calls (frontend/typed_ir.py)."""
     choice = choose_target(state.get("numba_mlir_gpu_target"))
     name = re.sub(r"\W", "_", state.func_id.func_name) + f"_{next(_counter)}"
-    context, module, plan, exceptions, fastmath_of_callees = _lower(state, choice, name, typed_ir)
+    context, module, plan, exceptions, fastmath_of_callees, libraries = _lower(
+        state, choice, name, typed_ir)
     with context:
         apply_fastmath(module, fastmath_flags(state.flags.fastmath), fastmath_of_callees)
         input_mlir = str(module)
         options = gpu_options_for(choice) if choice.builds_gpu_code else None
+        if options is not None and libraries:   # the device functions' bitcode
+            options = dataclasses.replace(options, link=tuple(sorted(set(options.link) | libraries)))
         _run_pipelines(module, options, choice)
         lowered = str(module)
         ptx = extract_ptx(module) if options and not options.sass else None

@@ -22,6 +22,7 @@ from .arrays import constant_array, copy_array, fortran_storage
 from .build import const, logical_not
 from .carried import CarriedArrays, carried_arrays
 from .errors import UnsupportedConstructError
+from .device_functions import DeviceFunctionType, call_device_function
 from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
                        inplace_array_rules, method_rules, stmt_rules, tuple_operator_rules,
@@ -417,6 +418,9 @@ class FunctionLowerer:
     def call(self, callee, args: list, sig, expr):
         """Lower a call: a lowering rule for the callee if there is one, else
         the jitted function or Python @overload that implements it."""
+        fnty = self.typeof(expr.func.name)
+        if isinstance(fnty, DeviceFunctionType):
+            return call_device_function(self, fnty, args, sig, expr)
         if isinstance(callee, BoundMethod):
             rule = method_rules.get_by_type(types.unliteral(sig.recvr), callee.name)
             if rule is not None:

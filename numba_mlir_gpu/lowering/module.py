@@ -48,6 +48,8 @@ class ModuleLowering:
     callee_fastmath: dict = field(default_factory=dict)
     # py_func -> the fastmath option of the dispatcher it came from
     dispatcher_fastmath: dict = field(default_factory=dict)
+    # bitcode libraries of the device functions called (device_functions.py)
+    device_libraries: set = field(default_factory=set)
 
     def lower_entry(self, state, name: str) -> FunctionLowerer:
         lowerer = FunctionLowerer(state, self, name, entry=True)
