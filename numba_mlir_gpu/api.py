@@ -9,6 +9,7 @@ import numba
 from numba.core.dispatcher import Dispatcher
 
 from .compiler import CompiledFunction
+from .compiler.fp64 import FP64_MODES
 from .frontend.dispatch import with_device_shortcut
 from .frontend.fallback import UNSUPPORTED_LOOPS, CompiledPath, FallbackFunction
 from .frontend.pipeline import PRANGE, MLIRGPUPipeline
@@ -17,7 +18,8 @@ from .targets.choice import TARGETS
 
 @functools.lru_cache(maxsize=None)
 def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
-                 unsupported_loops: str = "error", prange: str = "parallel") -> type:
+                 unsupported_loops: str = "error", prange: str = "parallel",
+                 fp64: Optional[str] = None) -> type:
     """MLIRGPUPipeline, or a subclass pinned to a target and fallback options.
     `prange="flags"` runs the prange loops of a function compiled without
     `parallel=True` serially, as stock Numba does (the library shim's default)."""
@@ -28,8 +30,10 @@ def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
                          f"not {unsupported_loops!r}")
     if prange not in PRANGE:
         raise ValueError(f"prange must be one of {', '.join(PRANGE)}, not {prange!r}")
+    if fp64 not in (None,) + FP64_MODES:
+        raise ValueError(f"fp64 must be one of {', '.join(FP64_MODES)}, not {fp64!r}")
     settings = {"target": target, "fallback": fallback, "unsupported_loops": unsupported_loops,
-                "prange": prange}
+                "prange": prange, "fp64": None if fp64 == "native" else fp64}
     changed = {k: v for k, v in settings.items() if v != getattr(MLIRGPUPipeline, k)}
     if not changed:
         return MLIRGPUPipeline
@@ -38,15 +42,18 @@ def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
 
 
 def njit(*args, target: Optional[str] = None, fallback: Optional[bool] = None,
-         unsupported_loops: str = "error", **options):
+         unsupported_loops: str = "error", fp64: Optional[str] = None, **options):
     """`numba.njit` through MLIRGPUPipeline; `target` ("cpu", "gpu",
     "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection.
     `fallback=False` (or $NUMBA_MLIR_GPU_FALLBACK=0) makes host code our
     lowering does not support an error instead of Numba-lowered host code
     around MLIR loops; `unsupported_loops="cpu"` runs parallel loops it
     cannot compile with Numba's CPU parfor lowering, with a warning.
+    `fp64="truncate"` runs float64 arithmetic in GPU kernels as float32
+    (arrays keep float64 storage); "auto" does so on GPUs whose float64 rate
+    is below 1/8 of float32's (compiler/fp64.py).
     The dispatcher calls compiled code on CuPy arrays directly (dispatch.py)."""
-    options["pipeline_class"] = pipeline_for(target, fallback, unsupported_loops)
+    options["pipeline_class"] = pipeline_for(target, fallback, unsupported_loops, fp64=fp64)
     made = numba.njit(*args, **options)
     if isinstance(made, Dispatcher):
         return with_device_shortcut(made)

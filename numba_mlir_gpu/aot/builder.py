@@ -58,7 +58,7 @@ def _user_pipeline(function) -> type:
 
 def _gpu_pipeline(user: type) -> type:
     """The user's pipeline settings, pinned to the GPU target."""
-    return pipeline_for("gpu", user.fallback, user.unsupported_loops, user.prange)
+    return pipeline_for("gpu", user.fallback, user.unsupported_loops, user.prange, user.fp64)
 
 
 def _options(function) -> dict:

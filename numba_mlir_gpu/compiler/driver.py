@@ -23,6 +23,7 @@ from ..runtime.device_arrays import DeviceArrayType
 from ..targets import TargetChoice, strategy_for
 from ..targets.choice import choose_target
 from . import passes
+from .fp64 import AUTO_BELOW_RATE
 from .gpu_binaries import archs_from_env
 from .jit import JitFunction, add_allocator, extract_ptx, for_another_process, jit, run_pipeline
 
@@ -76,17 +77,21 @@ class AheadOfTime:
 AHEAD_OF_TIME: contextvars.ContextVar = contextvars.ContextVar("numba_mlir_gpu_aot", default=None)
 
 
-def gpu_options_for(choice: TargetChoice) -> passes.GPUOptions:
+def gpu_options_for(choice: TargetChoice, fp64: Optional[str] = None) -> passes.GPUOptions:
     """GPU builds: the device's architecture, or $NUMBA_MLIR_GPU_ARCH's list;
-    compile-only: PTX for sm_90 (or the list), no ptxas."""
+    compile-only: PTX for sm_90 (or the list), no ptxas. `fp64`: "native"
+    (None), "truncate", or "auto" (truncate where the GPU runs float64 slowly)."""
     aot = AHEAD_OF_TIME.get()
     if aot is not None:
-        return passes.options_from_env(passes.GPUOptions(chips=aot.chips, link=aot.link))
-    listed = archs_from_env()
-    if choice.name == "gpu":
+        options = passes.GPUOptions(chips=aot.chips, link=aot.link)
+    elif choice.name == "gpu":
         major, minor = cuda.compute_capability()
-        return passes.options_from_env(passes.GPUOptions(chips=listed or (f"sm_{major}{minor}",)))
-    return passes.options_from_env(passes.GPUOptions(chips=listed or ("sm_90",), sass=False))
+        options = passes.GPUOptions(chips=archs_from_env() or (f"sm_{major}{minor}",))
+    else:
+        options = passes.GPUOptions(chips=archs_from_env() or ("sm_90",), sass=False)
+    truncate = fp64 == "truncate" or (fp64 == "auto" and choice.name == "gpu" and aot is None
+                                      and cuda.fp64_rate_ratio() > AUTO_BELOW_RATE)
+    return passes.options_from_env(dataclasses.replace(options, truncate_fp64=truncate))
 
 
 def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
@@ -125,7 +130,8 @@ def compile_state(state, typed_ir: Callable) -> CompiledFunction:
     with context:
         apply_fastmath(module, fastmath_flags(state.flags.fastmath), fastmath_of_callees)
         input_mlir = str(module)
-        options = gpu_options_for(choice) if choice.builds_gpu_code else None
+        options = gpu_options_for(choice, state.get("numba_mlir_gpu_fp64")) \
+            if choice.builds_gpu_code else None
         if options is not None and libraries:   # the device functions' bitcode
             options = dataclasses.replace(options, link=tuple(sorted(set(options.link) | libraries)))
         _run_pipelines(module, options, choice)

@@ -21,6 +21,7 @@ from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges
 from .deallocation import copies_of_views_as_loops, lower_general_deallocs
+from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
 from .toolkit import find_toolkit
@@ -94,6 +95,7 @@ class GPUOptions:
     # multiplications and additions in kernels may fuse into FMAs, as CUDA's
     # compilers do by default; $NUMBA_MLIR_GPU_FMA=0 keeps them apart
     contract: bool = True
+    truncate_fp64: bool = False   # float64 arithmetic in kernels as float32 (fp64.py)
 
 
 ENV_LAUNCH = "NUMBA_MLIR_GPU_LAUNCH"
@@ -160,7 +162,8 @@ def gpu_pipeline(options: GPUOptions) -> list:
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
         compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-        outline, ieee_sqrt_in_kernels, precise_libm_calls,
+        outline, *([truncate_fp64] if o.truncate_fp64 else []), ieee_sqrt_in_kernels,
+        precise_libm_calls,
         *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
 
 

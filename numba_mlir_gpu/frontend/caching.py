@@ -66,7 +66,7 @@ class MLIRFunctionCache(FunctionCache):
         fallback = fallback_allowed({"numba_mlir_gpu_fallback": pipeline.fallback})
         return super()._index_key(sig, codegen) + (
             ("numba_mlir_gpu", __version__, target, fallback, pipeline.unsupported_loops,
-             pipeline.prange),)
+             pipeline.prange, pipeline.fp64),)
 
 
 def _install() -> None:

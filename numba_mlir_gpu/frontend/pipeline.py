@@ -125,6 +125,7 @@ class MLIRGPUPipeline(CompilerBase):
     fallback = None  # None: $NUMBA_MLIR_GPU_FALLBACK (fallback.py), on unless "0"
     unsupported_loops = "error"     # or "cpu": such loops run with Numba's CPU lowering
     prange = "parallel"   # or "flags": serial without parallel=True (typed_ir.typed_passes)
+    fp64 = None           # or "truncate"/"auto": float64 as float32 in kernels (compiler/fp64.py)
 
     def _compile_core(self):
         with numba_fixes.corrected():      # Numba bugs our parfor passes meet (numba_fixes.py)
@@ -134,6 +135,7 @@ class MLIRGPUPipeline(CompilerBase):
         self.state["numba_mlir_gpu_target"] = self.target
         self.state["numba_mlir_gpu_fallback"] = self.fallback
         self.state["numba_mlir_gpu_unsupported_loops"] = self.unsupported_loops
+        self.state["numba_mlir_gpu_fp64"] = self.fp64
         pm = typed_passes(self.state, "numba_mlir_gpu", self.prange)
         pm.add_pass(MLIRLowering, "lower through MLIR")
         pm.add_pass(NoPythonBackend, "nopython mode backend")

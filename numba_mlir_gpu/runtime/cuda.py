@@ -42,6 +42,16 @@ def require_device() -> ctypes.CDLL:
 
 
 @functools.lru_cache(maxsize=None)
+def fp64_rate_ratio(device: int = 0) -> int:
+    """How many times the float32 rate float64 runs at (2 on an H100, 64 on
+    most consumer GPUs)."""
+    lib = require_device()
+    ratio = ctypes.c_int()
+    lib.cuDeviceGetAttribute(ctypes.byref(ratio), 87, device)   # ..._SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+    return ratio.value
+
+
+@functools.lru_cache(maxsize=None)
 def compute_capability(device: int = 0) -> tuple[int, int]:
     lib = require_device()
     major, minor = ctypes.c_int(), ctypes.c_int()
