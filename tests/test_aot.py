@@ -188,3 +188,22 @@ def test_the_jit_builds_for_listed_architectures_and_picks_the_gpus(monkeypatch,
     lowered = numba_mlir_gpu.compiled_function(f).lowered_mlir
     for arch in archs.split(","):
         assert f'chip = "{arch}"' in lowered
+
+
+def test_without_a_toolkit_ptxas_and_libdevice_come_from_nvidias_wheel(monkeypatch, tmp_path):
+    """`pip install numba-mlir-gpu[cuda]` (the test extra has it too): with no
+    CUDA_HOME, no ptxas on PATH and no /usr/local/cuda, both are found in the
+    nvidia-cuda-nvcc wheel."""
+    from numba_mlir_gpu.compiler import toolkit
+    if not toolkit._wheel_roots():
+        pytest.skip("the nvidia-cuda-nvcc wheel is not installed")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(toolkit, "SYSTEM_ROOT", str(tmp_path / "no-cuda"))
+    found = toolkit.find_toolkit()
+    wheel = toolkit._wheel_roots()[0]
+    assert found.ptxas == os.path.join(wheel, "bin", "ptxas")
+    assert found.libdevice_root == wheel
+    done = subprocess.run([found.ptxas, "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Cuda compilation tools" in done.stdout

@@ -28,8 +28,11 @@ class Toolkit:
                 f"ptxas {self.ptxas or 'not found'}")
 
 
+SYSTEM_ROOT = "/usr/local/cuda"
+
+
 def _toolkit_roots() -> list[str]:
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), SYSTEM_ROOT]
     on_path = shutil.which("ptxas")
     if on_path:
         roots.append(os.path.dirname(os.path.dirname(os.path.realpath(on_path))))
@@ -64,4 +67,5 @@ def _find(environment: tuple) -> Toolkit:
 def find_toolkit() -> Toolkit:
     """libdevice and ptxas, each from the first place that has it (looked up
     again when CUDA_HOME, CUDA_PATH or PATH change)."""
-    return _find(tuple(os.environ.get(k) for k in ("CUDA_HOME", "CUDA_PATH", "PATH")))
+    return _find(tuple(os.environ.get(k) for k in ("CUDA_HOME", "CUDA_PATH", "PATH"))
+                 + (SYSTEM_ROOT,))
