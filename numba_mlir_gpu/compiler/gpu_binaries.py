@@ -75,6 +75,9 @@ def binaries(module: ir.Module) -> list[ir.Operation]:
     return [op.operation for op in module.body.operations if op.operation.name == "gpu.binary"]
 
 
+_warned_no_ptxas = False
+
+
 def assemble(module: ir.Module, ptxas: str | None, opt_level: int = 3) -> None:
     """Each binary's PTX objects -> SASS (a cubin per architecture), plus the
     PTX of the newest. Without ptxas, or when it fails, the PTX stays (the
@@ -84,10 +87,13 @@ def assemble(module: ir.Module, ptxas: str | None, opt_level: int = 3) -> None:
     if not work:
         return
     if ptxas is None:
-        warnings.warn(PtxasWarning(
-            "numba-mlir-gpu: no ptxas found (CUDA_HOME, CUDA_PATH, /usr/local/cuda, PATH, or "
-            "`pip install numba-mlir-gpu[cuda]`), so the kernels are shipped as PTX for the "
-            "driver to compile when they load"), stacklevel=2)
+        global _warned_no_ptxas
+        if not _warned_no_ptxas:        # once per process: every GPU compile would repeat it
+            _warned_no_ptxas = True
+            warnings.warn(PtxasWarning(
+                "numba-mlir-gpu: no ptxas found (CUDA_HOME, CUDA_PATH, /usr/local/cuda, PATH, or "
+                "`pip install numba-mlir-gpu[cuda]`), so the kernels are shipped as PTX for the "
+                "driver to compile when they load"), stacklevel=2)
         return
     with ThreadPoolExecutor(max_workers=min(8, len(work))) as pool:
         cubins = list(pool.map(lambda w: _ptxas(ptxas, w[1], opt_level), work))
