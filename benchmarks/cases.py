@@ -82,6 +82,26 @@ def mandelbrot(height, width, max_iter, out):
         out[i, j] = n
 
 
+def matmul_loops_f32(A, B, C):
+    """The product as a user writes it with prange over rows, the
+    accumulator of the arrays' type (parallel/contractions.py runs it as one)."""
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = np.float32(0.0)
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+def matmul_loops_f64(A, B, C):
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
 def matmul(A, B, C):
     n, p = A.shape
     m = B.shape[1]
@@ -331,6 +351,19 @@ def _product_case(name, dtype, m, k, n):
                 notes="np.dot/@ in host code: cuBLAS gemm (SciPy's BLAS on the CPU)")
 
 
+def _loop_product_case(name, dtype, n):
+    def make(rng, size):
+        return (_f(rng, (size, size), dtype), _f(rng, (size, size), dtype),
+                np.full((size, size), np.nan, dtype))
+    fn = matmul_loops_f32 if dtype == np.float32 else matmul_loops_f64
+    return Case(name, fn, make, outputs=(2,),
+                work=("flops", lambda args: 2 * args[0].shape[0] ** 3), numpy=np_matmul,
+                cupy=lambda cp, k, args: cp.matmul(args[0], args[1], out=args[2]),
+                cupy_label="cupy.matmul (cuBLAS)", gpu_size=n, tiny_size=16,
+                tol=1e-5 if dtype == np.float32 else 1e-12,
+                notes="prange over i, range over j, acc over k: a matrix product (cuBLAS)")
+
+
 def cases() -> list[Case]:
     return [
         _saxpy_case(np.float32, "elementwise_f32"),
@@ -390,6 +423,10 @@ def cases() -> list[Case]:
         _product_case("dot_f64_2048", np.float64, 2048, 2048, 2048),
         _product_case("dot_f64_4096", np.float64, 4096, 4096, 4096),
         _product_case("dot_f32_4096x1024x2048", np.float32, 4096, 1024, 2048),
+        _loop_product_case("loops_matmul_f32_2048", np.float32, 2048),
+        _loop_product_case("loops_matmul_f32_4096", np.float32, 4096),
+        _loop_product_case("loops_matmul_f64_2048", np.float64, 2048),
+        _loop_product_case("loops_matmul_f64_4096", np.float64, 4096),
         Case("row_softmax", row_softmax,
              lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
              outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),

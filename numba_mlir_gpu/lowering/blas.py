@@ -21,6 +21,7 @@ from .._mlir import arith, func, ir, memref, scf
 from .arrays import allocate, copy_array
 from .build import (cmpi, const, const_index, declare_function, element_address, select,
                     to_i64)
+from .types import scalar_type as element_type
 from .values import ArrayValue
 
 GEMM_SYMBOL = "numba_xxgemm"
@@ -97,25 +98,33 @@ def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value
          result_ty: types.Array) -> ArrayValue:
     """A new C-ordered (m x n) array holding a (m x k) @ b (k x n); the three
     arrays share the element type `result_ty.dtype` (has_gemm)."""
-    dtype = result_ty.dtype
     out = allocate(lw, result_ty, [m, n])
+    failed = gemm_into(lw, a, b, element_address(out.memref), arith.MaxUIOp(n, const_index(1)).result,
+                       m, n, k, result_ty.dtype)
+    lw.errors.raise_if(lw, failed, failure_status(lw))
+    return out
+
+
+def failure_status(lw) -> ir.Value:
+    return lw.errors.code(RuntimeError, (f"{'cuBLAS' if lw.target.gpu else 'BLAS'} gemm failed",))
+
+
+def gemm_into(lw, a: ArrayValue, b: ArrayValue, c_address: ir.Value, ldc: ir.Value,
+              m: ir.Value, n: ir.Value, k: ir.Value, dtype: types.Type) -> ir.Value:
+    """C[:m, :n] = a[:m, :k] @ b[:k, :n] into the row-major matrix at
+    `c_address` whose rows are `ldc` elements apart; i1: the library failed."""
     x, y = _Operand(lw, a), _Operand(lw, b)
     with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
-        scalar = memref.AllocaOp(ir.MemRefType.get([2], out.memref.type.element_type), [],
-                                 []).result
+        scalar = memref.AllocaOp(ir.MemRefType.get([2], element_type(dtype)), [], []).result
     memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
     memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
     alpha = to_i64(element_address(scalar))
     beta = to_i64(element_address(scalar, const_index(1), _itemsize(dtype)))
-    c = to_i64(element_address(out.memref))
     # C^T (n x m) = op(B) op(A): a row-major operand is its own transpose
     call = _cublas_call if lw.target.gpu else _blas_call
-    status = call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k, alpha, y, x, beta, c,
-                  arith.MaxUIOp(n, const_index(1)).result)
-    lw.errors.raise_if(lw, cmpi("ne", status, arith.ConstantOp(_i(32), 0).result),
-                       lw.errors.code(RuntimeError, (
-                           f"{'cuBLAS' if lw.target.gpu else 'BLAS'} gemm failed",)))
-    return out
+    status = call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k, alpha, y, x, beta,
+                  to_i64(c_address), ldc)
+    return cmpi("ne", status, arith.ConstantOp(_i(32), 0).result)
 
 
 def _blas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -> ir.Value:

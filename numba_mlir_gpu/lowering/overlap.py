@@ -73,3 +73,10 @@ def _partial_overlap(source: ArrayValue, dest: ArrayValue) -> ir.Value:
     else:
         same = const(types.boolean, 0)
     return arith.AndIOp(overlap, logical_not(same)).result
+
+
+def disjoint(a: ArrayValue, b: ArrayValue) -> ir.Value:
+    """i1: the two arrays' elements share no byte (either may be empty)."""
+    x, y = _Span(a), _Span(b)
+    intersect = arith.AndIOp(cmpi("slt", x.lo, y.hi), cmpi("slt", y.lo, x.hi)).result
+    return arith.OrIOp(logical_not(intersect), arith.OrIOp(x.empty, y.empty).result).result

@@ -31,6 +31,7 @@ from .folds import sequential_fold
 from .inner_loops import parallelize_inner_loops
 from .nest import BodyLowering, LoopNest, capture, carries_values, trip_count
 from .reduction import Reduction, SelectReduction
+from .contractions import lower_matrix_product, matrix_product
 from .last_values import (LastValue, initial_values, last_values, positions_marked,
                           read_outside)
 from .races import refuse_colliding_stores
@@ -88,6 +89,14 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     if lw.parallel_depth > 0:
         _lower_parfor(lw, parfor)
         return
+    product = matrix_product(lw, parfor) if lw.target.library_gemm() else None
+    if product is not None:     # BLAS where it holds at run time (contractions.py)
+        lower_matrix_product(lw, product, lambda: _lower_top_level(lw, parfor))
+        return
+    _lower_top_level(lw, parfor)
+
+
+def _lower_top_level(lw, parfor: Parfor) -> None:
     outside = read_outside(lw, parfor)
     # on every target, so the analysis is the same everywhere: where no
     # threads share an iteration, a nested parfor runs in order

@@ -1,0 +1,269 @@
+"""A prange loop that is exactly a matrix product, run as one:
+
+    for i in prange(n):
+        for j in range(m):
+            acc = 0.0                       # the arrays' own type
+            for k in range(p):
+                acc += A[i, k] * B[k, j]    # or B[k, j] * A[i, k]; acc = acc + ...
+            C[i, j] = acc
+
+is C[:n, :m] = A[:n, :p] @ B[:p, :m], computed by the BLAS the target's
+matrix products use (lowering/blas.py: cuBLAS on the GPU, Numba's BLAS on
+the CPU), when the code runs: the bounds fit the arrays, C's rows are
+contiguous, and C shares no memory with A or B; otherwise the loop runs as
+written. The body must be that contraction and nothing else, the
+accumulator of the arrays' element type (a float64 accumulator over float32
+arrays would sum more precisely than a float32 gemm: that loop runs as
+written), and no variable of the body read after the loop. The library sums
+in its own order, as any parallel reduction does.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from numba.core import ir as nir
+from numba.core import types
+from numba.parfors.parfor import Parfor
+
+from .._mlir import arith, ir, memref, scf
+from ..lowering import blas
+from ..lowering.build import cmpi, const, const_index, element_address
+from ..lowering.exceptions import STATUS
+from ..lowering.overlap import disjoint
+from .last_values import read_outside
+
+
+@dataclass
+class MatrixProduct:
+    a: str
+    b: str
+    c: str
+    rows: tuple          # the prange's stop: ("var", name), ("int", n)
+    cols: tuple          # the middle loop's size: ("var", name) or ("dim", array, axis)
+    depth: tuple         # the inner loop's size, the same way
+    dtype: types.Type
+
+
+def matrix_product(lw, parfor: Parfor) -> Optional[MatrixProduct]:
+    """The product `parfor` computes, if its body is exactly one."""
+    if len(parfor.loop_nests) != 1 or parfor.redvars or parfor.init_block.body:
+        return None
+    nest = parfor.loop_nests[0]
+    if nest.start != 0 or nest.step != 1:
+        return None
+    blocks = {label: [s for s in block.body if not isinstance(s, nir.Del)]
+              for label, block in parfor.loop_body.items()}
+    try:
+        found = _Match(blocks, nest.index_variable.name).run(min(blocks))
+    except _NoMatch:
+        return None
+    a, b, c, acc, cols, depth, assigned = found
+    array_types = [lw.typeof(name) for name in (a, b, c)]
+    if not all(isinstance(t, types.Array) and t.ndim == 2 for t in array_types):
+        return None
+    dtype = array_types[0].dtype
+    if any(t.dtype != dtype for t in array_types) or not blas.has_gemm(dtype) \
+            or lw.typeof(acc) != dtype or isinstance(dtype, types.Complex):
+        return None
+    if assigned & read_outside(lw, parfor):
+        return None
+    rows = ("var", nest.stop.name) if isinstance(nest.stop, nir.Var) else ("int", nest.stop)
+    return MatrixProduct(a, b, c, rows, cols, depth, dtype)
+
+
+class _NoMatch(Exception):
+    pass
+
+
+class _Match:
+    """Walks the body's blocks along the one shape a product has."""
+
+    def __init__(self, blocks: dict, i: str):
+        self.blocks, self.i = blocks, i
+        self.assigned: set = set()
+
+    def _check(self, condition) -> None:
+        if not condition:
+            raise _NoMatch
+
+    def _assigns(self, stmts) -> None:
+        self.assigned |= {s.target.name for s in stmts if isinstance(s, nir.Assign)}
+
+    def _range_loop(self, label: int):
+        """Block `label` ends `range(x)`'s loop set-up: (its other statements,
+        the size, the loop variable, the body's label, the exit's label,
+        the header's label). The size is a variable from outside the body or
+        `X.shape[axis]` computed in the block: ("var", name) or ("dim", X, axis)."""
+        stmts = self.blocks[label]
+        self._check(len(stmts) >= 4 and isinstance(stmts[-1], nir.Jump))
+        call, it = stmts[-3:-1]
+        self._check(_is(call, "call") and len(call.value.args) == 1 and not call.value.kws
+                    and _is(it, "getiter") and it.value.value.name == call.target.name)
+        defs = {s.target.name: s for s in stmts[:-3] if isinstance(s, nir.Assign)}
+        g = defs.get(call.value.func.name)
+        self._check(g is not None and _is(g, "global") and g.value.value is range)
+        setup, size = [g], self._size(defs, call.value.args[0].name)
+        if size[0] == "dim":
+            setup += size[3]
+            size = size[:3]
+        header = self.blocks[stmts[-1].target]
+        self._check(len(header) == 4 and _is(header[0], "iternext")
+                    and header[0].value.value.name == it.target.name
+                    and _is(header[1], "pair_first") and _is(header[2], "pair_second")
+                    and isinstance(header[3], nir.Branch)
+                    and header[3].cond.name == header[2].target.name)
+        self._assigns(stmts + header)
+        rest = [s for s in stmts[:-3] if all(s is not t for t in setup)]
+        return (rest, size, header[1].target.name, header[3].truebr, header[3].falsebr,
+                stmts[-1].target)
+
+    def _size(self, defs: dict, name: str) -> tuple:
+        """("var", name) for a variable the body does not assign, or
+        ("dim", X, axis, its statements) for `X.shape[axis]` here."""
+        if not any(isinstance(s, nir.Assign) and s.target.name == name
+                   for block in self.blocks.values() for s in block):
+            return ("var", name)
+        get = defs.get(name)
+        self._check(get is not None and _is(get, "static_getitem")
+                    and isinstance(get.value.index, int))
+        shape = defs.get(get.value.value.name)
+        self._check(shape is not None and _is(shape, "getattr") and shape.value.attr == "shape")
+        used = [get, shape] + ([defs[get.value.index_var.name]]
+                               if get.value.index_var is not None
+                               and get.value.index_var.name in defs else [])
+        return ("dim", shape.value.value.name, get.value.index, used)
+
+    def run(self, entry: int):
+        before, cols, j, middle, done, outer_header = self._range_loop(entry)
+        self._check(not before and not self.blocks[done])
+        before, depth, k, inner, after, inner_header = self._range_loop(middle)
+        acc = self._zeroed_accumulator(before)
+        a, b = self._contraction(self.blocks[inner], acc, k, j, inner_header)
+        store = self.blocks[after]
+        self._check(len(store) == 3 and _is(store[0], "build_tuple")
+                    and [v.name for v in store[0].value.items] == [self.i, j]
+                    and isinstance(store[1], nir.SetItem)
+                    and store[1].index.name == store[0].target.name
+                    and store[1].value.name == acc
+                    and isinstance(store[2], nir.Jump) and store[2].target == outer_header)
+        self._assigns(store)
+        self._check(len(self.blocks) == 7)     # set-up, two headers, two bodies, store, exit
+        return a, b, store[1].target.name, acc, cols, depth, self.assigned
+
+    def _zeroed_accumulator(self, stmts: list) -> str:
+        """`acc = 0.0` or `acc = np.float32(0)` (np.float64, or the type
+        imported by name), then the copies Numba's SSA makes (`acc.2 = acc`),
+        and nothing else: the last copy's name."""
+        self._check(stmts and all(isinstance(s, nir.Assign) for s in stmts))
+        defs = {s.target.name: s.value for s in stmts}
+        acc = name = stmts[-1].target.name
+        used = 1
+        while isinstance(defs.get(name), nir.Var):
+            name, used = defs[name].name, used + 1
+        init = defs.get(name)
+        if isinstance(init, nir.Expr) and init.op == "call" and len(init.args) == 1 \
+                and not init.kws:
+            used += self._numpy_float(defs, init.func.name) + 1
+            init = defs.get(init.args[0].name)
+        self._check(isinstance(init, nir.Const) and init.value == 0 and used == len(stmts))
+        return acc
+
+    def _numpy_float(self, defs: dict, name: str) -> int:
+        """How many statements name np.float32 or np.float64 as `name` (a
+        global, or an attribute of the global np)."""
+        value = defs.get(name)
+        if isinstance(value, nir.Global):
+            self._check(value.value in (np.float32, np.float64))
+            return 1
+        self._check(isinstance(value, nir.Expr) and value.op == "getattr"
+                    and value.attr in ("float32", "float64")
+                    and isinstance(defs.get(value.value.name), nir.Global)
+                    and defs[value.value.name].value is np)
+        return 2
+
+    def _contraction(self, stmts: list, acc: str, k: str, j: str, header: int):
+        """`acc += A[i, k] * B[k, j]`: (A, B)."""
+        self._check(len(stmts) == 8 and isinstance(stmts[-1], nir.Jump)
+                    and stmts[-1].target == header)
+        self._assigns(stmts)
+        defs = {s.target.name: s.value for s in stmts[:-1]}
+        self._check(len(defs) == 7 and isinstance(defs.get(acc), nir.Var))
+        total = defs[defs[acc].name]
+        self._check(isinstance(total, nir.Expr) and (
+            (total.op == "inplace_binop" and total.fn == operator.iadd
+             and total.lhs.name == acc)
+            or (total.op == "binop" and total.fn == operator.add
+                and acc in (total.lhs.name, total.rhs.name))))
+        other = total.rhs if total.lhs.name == acc else total.lhs
+        product = defs.get(other.name)
+        self._check(isinstance(product, nir.Expr) and product.op == "binop"
+                    and product.fn == operator.mul)
+        factors = [self._element(defs, v.name) for v in (product.lhs, product.rhs)]
+        by_index = {index: array for array, index in factors}
+        self._check(set(by_index) == {(self.i, k), (k, j)})
+        return by_index[(self.i, k)], by_index[(k, j)]
+
+    def _element(self, defs: dict, name: str):
+        get = defs.get(name)
+        self._check(isinstance(get, nir.Expr) and get.op == "getitem")
+        index = defs.get(get.index.name)
+        self._check(isinstance(index, nir.Expr) and index.op == "build_tuple"
+                    and len(index.items) == 2)
+        return get.value.name, tuple(v.name for v in index.items)
+
+
+def _is(stmt, op: str) -> bool:
+    if not isinstance(stmt, nir.Assign):
+        return False
+    if op in ("global", "const"):
+        return isinstance(stmt.value, nir.Global if op == "global" else nir.Const)
+    return isinstance(stmt.value, nir.Expr) and stmt.value.op == op
+
+
+def lower_matrix_product(lw, product: MatrixProduct, as_written) -> None:
+    """The product through BLAS where it holds when the code runs, else
+    `as_written()` (the loop's general lowering) in the other branch."""
+    a, b, c = (lw.read(nir.Var(None, name, lw.loc)) for name in (product.a, product.b, product.c))
+
+    arrays = dict(zip((product.a, product.b, product.c), (a, b, c)))
+
+    def size(how: tuple) -> ir.Value:
+        if how[0] == "int":
+            return const_index(how[1])
+        if how[0] == "dim":
+            array = arrays.get(how[1]) or lw.read(nir.Var(None, how[1], lw.loc))
+            return memref.DimOp(array.memref, const_index(how[2])).result
+        value = lw.read_as(nir.Var(None, how[1], lw.loc), types.intp)
+        return arith.IndexCastOp(ir.IndexType.get(), value).result
+    n, m, p = size(product.rows), size(product.cols), size(product.depth)
+    shape = {name: [memref.DimOp(array.memref, const_index(axis)).result for axis in (0, 1)]
+             for name, array in (("a", a), ("b", b), ("c", c))}
+    c_meta = memref.ExtractStridedMetadataOp(c.memref).results
+    zero, one = const_index(0), const_index(1)
+    holds = [cmpi("sgt", n, zero), cmpi("sgt", m, zero), cmpi("sgt", p, zero),
+             cmpi("sle", n, shape["a"][0]), cmpi("sle", p, shape["a"][1]),
+             cmpi("sle", p, shape["b"][0]), cmpi("sle", m, shape["b"][1]),
+             cmpi("sle", n, shape["c"][0]), cmpi("sle", m, shape["c"][1]),
+             cmpi("eq", c_meta[5], one), cmpi("sge", c_meta[4], m),
+             disjoint(c, a), disjoint(c, b)]
+    condition = holds[0]
+    for h in holds[1:]:
+        condition = arith.AndIOp(condition, h).result
+    status_type = ir.IntegerType.get_signless(STATUS.bitwidth)
+    branch = scf.IfOp(condition, [status_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        address = element_address(c.memref, c_meta[1], c.type.dtype.bitwidth // 8)
+        failed = blas.gemm_into(lw, a, b, address, c_meta[4], n, m, p, product.dtype)
+        scf.YieldOp([arith.SelectOp(failed, blas.failure_status(lw), const(STATUS, 0)).result])
+    outer, lw.ip = lw.ip, ir.InsertionPoint(branch.else_block)
+    try:
+        as_written()
+        with lw.ip:
+            scf.YieldOp([const(STATUS, 0)])
+    finally:
+        lw.ip = outer
+    status = branch.results[0]
+    lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)

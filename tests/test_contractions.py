@@ -1,0 +1,127 @@
+"""A prange loop that is exactly a matrix product runs as one, through the
+target's BLAS (parallel/contractions.py); any other loop, or one whose
+arrays do not allow it when the code runs, runs as written. Results are
+compared with Numba's serial njit within a summation-order tolerance."""
+import numba
+import numpy as np
+import pytest
+from numba import prange
+
+import numba_mlir_gpu
+from numba_mlir_gpu.lowering.blas import CUBLAS_GEMM_SYMBOLS, GEMM_SYMBOL
+
+from .support import TARGETS
+
+
+def matmul_f64(A, B, C):
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc = acc + B[k, j] * A[i, k]
+            C[i, j] = acc
+
+
+def matmul_f32(A, B, C):
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = np.float32(0.0)
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+def matmul_f32_wide_sum(A, B, C):      # float64 accumulator: runs as written
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+def matmul_plus_one(A, B, C):          # not only the contraction: runs as written
+    for i in prange(A.shape[0]):
+        for j in range(B.shape[1]):
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc + 1.0
+
+
+def _calls_blas(f) -> bool:
+    text = numba_mlir_gpu.compiled_function(f).input_mlir
+    return any(s in text for s in [GEMM_SYMBOL, *CUBLAS_GEMM_SYMBOLS.values()])
+
+
+def _run(fn, target, A, B, C):
+    ours, reference = C.copy(), C.copy()
+    f = numba_mlir_gpu.njit(target=target)(fn)
+    f(A, B, ours)
+    numba.njit(fn)(A, B, reference)
+    return f, ours, reference
+
+
+def _operands(rng, n, p, m, dtype):
+    return (rng.standard_normal((n, p)).astype(dtype), rng.standard_normal((p, m)).astype(dtype),
+            np.full((n, m), np.nan, dtype))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, dtype, shape", [
+    (matmul_f64, np.float64, (37, 19, 23)), (matmul_f64, np.float64, (128, 64, 96)),
+    (matmul_f32, np.float32, (33, 65, 17)), (matmul_f32, np.float32, (1, 5, 1))])
+def test_products_run_through_blas_and_agree(fn, dtype, shape, target):
+    rng = np.random.default_rng(sum(shape))
+    f, ours, reference = _run(fn, target, *_operands(rng, *shape, dtype))
+    assert _calls_blas(f)
+    rtol = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(ours, reference, rtol=rtol, atol=rtol * shape[1])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_layouts_views_and_an_output_inside_a_larger_array(target):
+    rng = np.random.default_rng(5)
+    A = np.asfortranarray(rng.standard_normal((40, 30)))
+    B = rng.standard_normal((50, 30)).T                 # a transposed view
+    big = np.full((45, 70), -7.0)
+    C = big[2:42, 5:55]                                  # rows 70 elements apart
+    f = numba_mlir_gpu.njit(target=target)(matmul_f64)
+    expected = big.copy()
+    numba.njit(matmul_f64)(A, B, expected[2:42, 5:55])
+    f(A, B, C)
+    assert _calls_blas(f)
+    np.testing.assert_allclose(big, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_output_that_overlaps_an_input_runs_as_written(target):
+    """C is A: each row reads A's row while writing it; BLAS would read a
+    half-written matrix. The loop runs as written and agrees with Numba."""
+    rng = np.random.default_rng(6)
+    A, B = rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
+    ours, reference = A.copy(), A.copy()
+    f = numba_mlir_gpu.njit(target=target)(matmul_f64)
+    f(ours, B, ours)
+    numba.njit(matmul_f64)(reference, B, reference)
+    np.testing.assert_allclose(ours, reference, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_column_major_output_runs_as_written(target):
+    rng = np.random.default_rng(7)
+    A, B, _ = _operands(rng, 9, 7, 5, np.float64)
+    C = np.asfortranarray(np.zeros((9, 5)))
+    ours, reference = C.copy(order="F"), C.copy(order="F")
+    numba_mlir_gpu.njit(target=target)(matmul_f64)(A, B, ours)
+    numba.njit(matmul_f64)(A, B, reference)
+    np.testing.assert_allclose(ours, reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [matmul_f32_wide_sum, matmul_plus_one])
+def test_other_loops_are_not_products(fn):
+    rng = np.random.default_rng(8)
+    dtype = np.float32 if fn is matmul_f32_wide_sum else np.float64
+    f, ours, reference = _run(fn, "cpu", *_operands(rng, 12, 8, 6, dtype))
+    assert not _calls_blas(f)
+    np.testing.assert_allclose(ours, reference, rtol=1e-6)
