@@ -95,16 +95,37 @@ def test_layouts_views_and_an_output_inside_a_larger_array(target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_an_output_that_overlaps_an_input_runs_as_written(target):
-    """C is A: each row reads A's row while writing it; BLAS would read a
-    half-written matrix. The loop runs as written and agrees with Numba."""
+def test_views_of_one_array_that_do_not_overlap(target):
+    """A and C are halves of one array: disjoint, so the product runs
+    through BLAS and agrees with Numba's loop."""
     rng = np.random.default_rng(6)
-    A, B = rng.standard_normal((16, 16)), rng.standard_normal((16, 16))
-    ours, reference = A.copy(), A.copy()
-    f = numba_mlir_gpu.njit(target=target)(matmul_f64)
-    f(ours, B, ours)
-    numba.njit(matmul_f64)(reference, B, reference)
+    ours, reference = rng.standard_normal((32, 16)), None
+    reference = ours.copy()
+    B = rng.standard_normal((16, 16))
+    numba_mlir_gpu.njit(target=target)(matmul_f64)(ours[:16], B, ours[16:])
+    numba.njit(matmul_f64)(reference[:16], B, reference[16:])
     np.testing.assert_allclose(ours, reference, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bounds_beyond_the_output_run_as_written(target):
+    """C has fewer rows than the loop: not a product BLAS may compute; the
+    loop as written raises Numba's IndexError under boundscheck."""
+    rng = np.random.default_rng(9)
+    A, B, _ = _operands(rng, 8, 4, 3, np.float64)
+    f = numba_mlir_gpu.njit(target=target, boundscheck=True)(matmul_f64)
+    with pytest.raises(IndexError):
+        f(A, B, np.zeros((5, 3)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_output_that_is_an_input_runs_as_written(target):
+    """C is A (prange assumes distinct arguments do not overlap, as Numba
+    does, so only an order-free case is compared): B is zero, every order
+    gives zeros."""
+    A = np.random.default_rng(6).standard_normal((16, 16))
+    numba_mlir_gpu.njit(target=target)(matmul_f64)(A, np.zeros((16, 16)), A)
+    assert not A.any()
 
 
 @pytest.mark.parametrize("target", TARGETS)

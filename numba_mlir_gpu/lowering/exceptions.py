@@ -69,13 +69,20 @@ class FunctionErrors:
         """Raise `status` when `failed`, checked after the current statement."""
         self.pending.append(select(failed, status, const(STATUS, 0)))
 
-    def check_pending(self, lw) -> None:
-        if not self.pending:
-            return
-        status = self.pending[0]
+    def pending_status(self) -> ir.Value:
+        """The first nonzero status of the pending checks (0: none failed);
+        they are no longer pending. For code that lowers statements inside a
+        region and must carry their status out of it."""
+        status = self.pending[0] if self.pending else const(STATUS, 0)
         for other in self.pending[1:]:
             status = select(cmpi("ne", status, const(STATUS, 0)), status, other)
         self.pending.clear()
+        return status
+
+    def check_pending(self, lw) -> None:
+        if not self.pending:
+            return
+        status = self.pending_status()
         failed = cmpi("ne", status, const(STATUS, 0))
         if lw.body_depth > 0:
             branch = scf.IfOp(failed)

@@ -254,16 +254,20 @@ def lower_matrix_product(lw, product: MatrixProduct, as_written) -> None:
         condition = arith.AndIOp(condition, h).result
     status_type = ir.IntegerType.get_signless(STATUS.bitwidth)
     branch = scf.IfOp(condition, [status_type], has_else=True)
-    with ir.InsertionPoint(branch.then_block):
-        address = element_address(c.memref, c_meta[1], c.type.dtype.bitwidth // 8)
-        failed = blas.gemm_into(lw, a, b, address, c_meta[4], n, m, p, product.dtype)
-        scf.YieldOp([arith.SelectOp(failed, blas.failure_status(lw), const(STATUS, 0)).result])
-    outer, lw.ip = lw.ip, ir.InsertionPoint(branch.else_block)
+    # checks made inside a branch (boundscheck, allocations) leave it as its status
+    outer, pending = lw.ip, lw.errors.pending
     try:
+        lw.ip, lw.errors.pending = ir.InsertionPoint(branch.then_block), []
+        with lw.ip:
+            address = element_address(c.memref, c_meta[1], c.type.dtype.bitwidth // 8)
+            failed = blas.gemm_into(lw, a, b, address, c_meta[4], n, m, p, product.dtype)
+            scf.YieldOp([arith.SelectOp(failed, blas.failure_status(lw),
+                                        lw.errors.pending_status()).result])
+        lw.ip, lw.errors.pending = ir.InsertionPoint(branch.else_block), []
         as_written()
         with lw.ip:
-            scf.YieldOp([const(STATUS, 0)])
+            scf.YieldOp([lw.errors.pending_status()])
     finally:
-        lw.ip = outer
+        lw.ip, lw.errors.pending = outer, pending
     status = branch.results[0]
     lw.errors.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
