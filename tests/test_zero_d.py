@@ -8,7 +8,7 @@ import pytest
 import numba_mlir_gpu
 from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
 
-from .support import TARGETS, check
+from .support import TARGETS, check, this_weeks_half
 
 
 def made_and_read(a):
@@ -58,19 +58,23 @@ def item_of_more(a):
 A = np.random.default_rng(9).random(37) * 10
 
 
+CASES = [(made_and_read, (A,)), (expression, (A,)), (argument, (np.array(2.5), A)),
+         (argument, (np.array(4, np.int16), A)), (from_scalars, (1.5, 7)),
+         (from_tuples, (1.5, 7)), (percentile, (A,)), (percentile, (A[::-3],)),
+         (item_of_size_one, (A,))]
+
+
 @pytest.mark.parametrize("target", TARGETS)
-def test_zero_d_arrays_as_numba(target):
-    check(made_and_read, A, target=target)
-    check(expression, A, target=target)
-    check(argument, np.array(2.5), A, target=target, rtol=1e-12)
-    check(argument, np.array(4, np.int16), A, target=target, rtol=1e-12)
+@pytest.mark.parametrize("fn, args", this_weeks_half(CASES),
+                         ids=lambda v: getattr(v, "__name__", "args"))
+def test_zero_d_arrays_as_numba(fn, args, target):
+    check(fn, *args, target=target, rtol=1e-12 if fn is argument else None)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_returned_zero_d_array(target):
     got = check(returned, A, target=target)
     assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == np.int32
-    check(from_scalars, 1.5, 7, target=target)
-    check(from_tuples, 1.5, 7, target=target)
-    check(percentile, A, target=target)
-    check(percentile, A[::-3], target=target)
-    check(item_of_size_one, A, target=target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -79,7 +83,9 @@ def test_item_of_an_array_of_several_elements_raises(target):
         numba_mlir_gpu.njit(target=target)(item_of_more)(A)
 
 
-def test_gpu_code():
-    for fn, args in [(made_and_read, (A,)), (argument, (np.array(2.5), A)), (percentile, (A,))]:
-        with pytest.raises(CompileOnlyError):
-            numba_mlir_gpu.njit(target="compile-only", fallback=False)(fn)(*args)
+@pytest.mark.parametrize("fn, args", this_weeks_half(
+    [(made_and_read, (A,)), (argument, (np.array(2.5), A)), (percentile, (A,))]),
+    ids=lambda v: getattr(v, "__name__", "args"))
+def test_gpu_code(fn, args):
+    with pytest.raises(CompileOnlyError):
+        numba_mlir_gpu.njit(target="compile-only", fallback=False)(fn)(*args)

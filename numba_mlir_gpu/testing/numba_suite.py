@@ -341,9 +341,12 @@ def part_ids(part: tuple) -> list[str]:
 
 def run(modules=None, classes=None, target: str = "cpu", jobs: int = 2, timeout: float = 300,
         log_dir=None, progress=False, part: Optional[tuple] = None,
-        budget: Optional[float] = None, fallback: bool = False) -> dict:
-    """Run the selected tests (or `part`); the result document (see result_document)."""
-    ids = part_ids(part) if part else select_tests(modules, classes)[1]
+        budget: Optional[float] = None, fallback: bool = False,
+        ids: Optional[list] = None) -> dict:
+    """Run the selected tests (`ids`, else `part`, else modules and classes);
+    the result document (see result_document)."""
+    if ids is None:
+        ids = part_ids(part) if part else select_tests(modules, classes)[1]
     na = not_applicable()
     unknown = sorted(set(na) - set(discover(MODULES)))
     if unknown:
