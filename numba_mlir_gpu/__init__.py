@@ -26,4 +26,5 @@ from .targets.choice import ENV_TARGET, NoGPUWarning  # noqa: E402
 
 __all__ = ["MLIRGPUPipeline", "njit", "inspect_mlir", "inspect_ptx", "inspect_path",
            "compiled_function", "FallbackWarning", "PtxasWarning", "GPUArchitectureError", "aot",
-           "declare_device", "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError", "MLIRCompilationError"]
+           "declare_device", "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError",
+           "MLIRCompilationError"]

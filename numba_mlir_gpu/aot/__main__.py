@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     from .inspect import contents
     sys.path.insert(0, os.getcwd())
     built = build_here(resolve(args.function), args.signatures,
-                       (args.arch or DEFAULT_ARCHS).split(","), args.out, args.link,
+                       args.arch or DEFAULT_ARCHS, args.out, args.link,
                        args.device_arrays)
     for b in built:
         print(f"built {b.function}{b.signature} into {b.folder}")

@@ -69,7 +69,7 @@ def _options(function) -> dict:
     return options
 
 
-def build_here(function, signatures: Sequence, archs: Sequence[str], folder: str,
+def build_here(function, signatures: Sequence, archs: str, folder: str,
                link: Sequence[str] = (), device_arrays: bool = False) -> list[Built]:
     """Compile `function` for each signature into `folder`, in this process
     (whose Numba must target the generic CPU; `build` sees to it).
@@ -88,20 +88,22 @@ def build_here(function, signatures: Sequence, archs: Sequence[str], folder: str
     for path in links:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"device library {path!r} not found")
-    builder = numba.njit(pipeline_class=_gpu_pipeline(user), **_options(function))(py_func)
-    store = AheadOfTimeCache(py_func, _gpu_pipeline(user), os.path.abspath(folder))
+    pipeline, folder = _gpu_pipeline(user), os.path.abspath(folder)
+    builder = numba.njit(pipeline_class=pipeline, **_options(function))(py_func)
+    store = AheadOfTimeCache(py_func, pipeline, folder)
     built = []
-    token = AHEAD_OF_TIME.set(AheadOfTime(tuple(parse_archs(",".join(archs))), links))
+    token = AHEAD_OF_TIME.set(AheadOfTime(parse_archs(archs), links))
     try:
         for sig in signatures:
             args, _ = sigutils.normalize_signature(sig)
             if device_arrays:
                 args = [DeviceArrayType(a.dtype, a.ndim, a.layout, readonly=not a.mutable)
                         if isinstance(a, types.Array) else a for a in args]
-            builder.compile(tuple(args))
-            store.write(tuple(args), builder.overloads[tuple(args)])
-            built.append(Built(py_func.__qualname__, str(builder.overloads[tuple(args)].signature),
-                               os.path.abspath(folder)))
+            args = tuple(args)
+            builder.compile(args)
+            cres = builder.overloads[args]
+            store.write(args, cres)
+            built.append(Built(py_func.__qualname__, str(cres.signature), folder))
     finally:
         AHEAD_OF_TIME.reset(token)
     return built

@@ -7,7 +7,7 @@ import pickle
 from dataclasses import dataclass
 
 from .._mlir import ir
-from ..compiler.gpu_binaries import binaries, described
+from ..compiler.gpu_binaries import described
 from ..compiler.jit import Reload
 from .store import STAMP
 
@@ -46,11 +46,5 @@ class _WithoutEnvironments(pickle.Unpickler):
 
 
 def _objects(text: str) -> list:
-    from .._mlir import gpu
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        found = []
-        for binary, kinds in zip(binaries(module), described(module)):
-            data = [bytes(gpu.ObjectAttr(o).object) for o in ir.ArrayAttr(binary.attributes["objects"])]
-            found.append([(arch, kind, blob) for (arch, kind), blob in zip(kinds, data)])
-        return found
+        return described(ir.Module.parse(text))

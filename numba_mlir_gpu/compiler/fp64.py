@@ -14,7 +14,7 @@ except where a type is tied to memory, which gets a conversion instead.
 from __future__ import annotations
 
 from .._mlir import arith, ir
-from ..lowering.errors import MLIRCompilationError, UnsupportedConstructError
+from ..lowering.errors import UnsupportedConstructError
 
 FP64_MODES = ("native", "truncate", "auto")
 # the CUDA device attribute SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO; "auto"
@@ -46,14 +46,8 @@ class _Truncation:
             self._refuse_complex(fn)
             if fn.name == "func.func":
                 self._retype_signature(fn)
-            entry = fn.regions[0].blocks[0]
-            for arg in entry.arguments:
-                if arg.type == self.f64:
-                    if fn.name == "gpu.func":       # the host passes float64
-                        self._truncate_after(arg, ir.InsertionPoint.at_block_begin(entry))
-                    else:
-                        arg.set_type(self.f32)
-            self._walk(fn.regions[0], top=True)
+            # a kernel's parameters come from the host as float64
+            self._walk(fn.regions[0], float64_entry=fn.name == "gpu.func")
 
     def _refuse_complex(self, fn: ir.Operation) -> None:
         if "complex<f64>" in str(fn):
@@ -63,30 +57,31 @@ class _Truncation:
 
     def _retype_signature(self, fn: ir.Operation) -> None:
         fty = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-        swap = [self.f32 if t == self.f64 else t for t in fty.inputs]
-        results = [self.f32 if t == self.f64 else t for t in fty.results]
-        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(swap, results))
 
-    def _walk(self, region: ir.Region, top: bool = False) -> None:
+        def narrowed(types_):
+            return [self.f32 if t == self.f64 else t for t in types_]
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(narrowed(fty.inputs), narrowed(fty.results)))
+
+    def _walk(self, region: ir.Region, float64_entry: bool = False) -> None:
+        """`float64_entry`: the entry block's arguments keep float64 (given
+        from outside) and are narrowed at its start."""
         for index, block in enumerate(region.blocks):
-            if not (top and index == 0):      # an entry's arguments were handled above
-                for arg in block.arguments:
-                    if arg.type == self.f64:
-                        arg.set_type(self.f32)
+            for arg in block.arguments:
+                if arg.type != self.f64:
+                    continue
+                if float64_entry and index == 0:
+                    self._truncate_after(arg, ir.InsertionPoint.at_block_begin(block))
+                else:
+                    arg.set_type(self.f32)
             for op in list(block.operations):
                 self._op(op.operation)
 
     def _op(self, op: ir.Operation) -> None:
         name = op.name
-        if name == "memref.generic_atomic_rmw":
-            # its block argument is the element in memory: float64, narrowed
-            block = op.regions[0].blocks[0]
-            if block.arguments[0].type == self.f64:
-                self._truncate_after(block.arguments[0], ir.InsertionPoint.at_block_begin(block))
-            self._walk(op.regions[0], top=True)
-        else:
-            for region in op.regions:
-                self._walk(region)
+        # a generic atomic update's block argument is the element in memory
+        for region in op.regions:
+            self._walk(region, float64_entry=name == "memref.generic_atomic_rmw")
         if name == "arith.constant" and op.results[0].type == self.f64:
             value = ir.FloatAttr(op.attributes["value"]).value
             with ir.InsertionPoint(op), op.location:
@@ -131,7 +126,7 @@ class _Truncation:
                     op.operands[i] = arith.ExtFOp(self.f64, operand).result
         for result in op.results:
             if result.type == self.f64:
-                self._truncate_after(result, ir.InsertionPoint(_next(op)))
+                self._truncate_after(result, ir.InsertionPoint.after(op))
 
     def _wants_f64(self, op: ir.Operation, i: int) -> bool:
         """Was operand `i` float64 before the retyping? For memory ops: the
@@ -148,14 +143,3 @@ class _Truncation:
             narrow = arith.TruncFOp(self.f32, value)
         value.replace_all_uses_except(narrow.result, narrow.operation)
 
-
-def _next(op: ir.Operation) -> ir.Operation:
-    """The op after `op` in its block."""
-    block = op.block
-    found = False
-    for other in block.operations:
-        if found:
-            return other.operation
-        if other.operation == op:
-            found = True
-    raise MLIRCompilationError("fp64 truncation: an op without a successor (a bug)")

@@ -71,6 +71,14 @@ def _chip(obj) -> str:
     return _CHIP.search(str(obj.target)).group(1)
 
 
+def _is_ptx(obj) -> bool:
+    return obj.format == gpu.CompilationTarget.Assembly
+
+
+def _kind(obj) -> str:
+    return "PTX" if _is_ptx(obj) else "SASS"
+
+
 def binaries(module: ir.Module) -> list[ir.Operation]:
     return [op.operation for op in module.body.operations if op.operation.name == "gpu.binary"]
 
@@ -83,7 +91,7 @@ def assemble(module: ir.Module, ptxas: str | None, opt_level: int = 3) -> None:
     PTX of the newest. Without ptxas, or when it fails, the PTX stays (the
     driver compiles it at load) and a PtxasWarning says why."""
     work = [(binary, obj) for binary in binaries(module) for obj in _objects(binary)
-            if obj.format == gpu.CompilationTarget.Assembly]
+            if _is_ptx(obj)]
     if not work:
         return
     if ptxas is None:
@@ -109,7 +117,7 @@ def assemble(module: ir.Module, ptxas: str | None, opt_level: int = 3) -> None:
             gpu.ObjectAttr.get(obj.target, int(gpu.CompilationTarget.Binary), cubin,
                                obj.properties, obj.kernels))
     for binary, objects in by_binary.items():
-        newest_ptx = max((o for o in _objects(binary)), key=lambda o: _number(_chip(o)))
+        newest_ptx = max(_objects(binary), key=lambda o: _number(_chip(o)))
         binary.attributes["objects"] = ir.ArrayAttr.get(objects + [newest_ptx])
 
 
@@ -133,7 +141,7 @@ def _runs_on(obj, major: int, minor: int) -> bool:
     (sm_80 on sm_86), except the arch-specific sm_XYa/f; PTX on any GPU at least as new."""
     m = _ARCH.match(_chip(obj))
     number, suffix = int(m.group(1)), m.group(2)
-    if obj.format == gpu.CompilationTarget.Assembly:
+    if _is_ptx(obj):
         return not suffix and number <= major * 10 + minor
     if suffix:
         return number == major * 10 + minor
@@ -148,11 +156,9 @@ def select_for_device(module: ir.Module, capability: tuple[int, int], what: str)
         objects = _objects(binary)
         ranked = sorted(
             (i for i, o in enumerate(objects) if _runs_on(o, major, minor)),
-            key=lambda i: (objects[i].format != gpu.CompilationTarget.Assembly,
-                           _number(_chip(objects[i]))))
+            key=lambda i: (not _is_ptx(objects[i]), _number(_chip(objects[i]))))
         if not ranked:
-            built = ", ".join(f"{_chip(o)} ({'PTX' if o.format == gpu.CompilationTarget.Assembly else 'SASS'})"
-                              for o in objects)
+            built = ", ".join(f"{_chip(o)} ({_kind(o)})" for o in objects)
             raise GPUArchitectureError(
                 f"numba-mlir-gpu: {what} was built for {built}, which this GPU (sm_{major}{minor}) "
                 f"cannot run; build it for sm_{major}{minor} too ({ENV_ARCH} or --arch)")
@@ -160,7 +166,8 @@ def select_for_device(module: ir.Module, capability: tuple[int, int], what: str)
             f"#gpu.select_object<{ranked[-1]}>")
 
 
-def described(module: ir.Module) -> list[list[tuple[str, str]]]:
-    """Per binary, (architecture, "SASS"|"PTX") of each object: for inspection and tests."""
-    return [[(_chip(o), "PTX" if o.format == gpu.CompilationTarget.Assembly else "SASS")
-             for o in _objects(b)] for b in binaries(module)]
+def described(module: ir.Module) -> list[list[tuple[str, str, bytes]]]:
+    """Per binary, (architecture, "SASS"|"PTX", its bytes) of each object:
+    for inspection and tests."""
+    return [[(_chip(o), _kind(o), bytes(o.object)) for o in _objects(b)]
+            for b in binaries(module)]

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from numba.core import errors, sigutils, types
-from numba.core.compiler_lock import global_compiler_lock
+from numba.core import errors
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 

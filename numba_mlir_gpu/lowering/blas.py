@@ -99,8 +99,8 @@ def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value
     """A new C-ordered (m x n) array holding a (m x k) @ b (k x n); the three
     arrays share the element type `result_ty.dtype` (has_gemm)."""
     out = allocate(lw, result_ty, [m, n])
-    failed = gemm_into(lw, a, b, element_address(out.memref), arith.MaxUIOp(n, const_index(1)).result,
-                       m, n, k, result_ty.dtype)
+    failed = gemm_into(lw, a, b, element_address(out.memref),
+                       arith.MaxUIOp(n, const_index(1)).result, m, n, k, result_ty.dtype)
     lw.errors.raise_if(lw, failed, failure_status(lw))
     return out
 

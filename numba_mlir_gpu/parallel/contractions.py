@@ -30,8 +30,8 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, memref, scf
 from ..lowering import blas
-from ..lowering.build import cmpi, const, const_index, element_address
-from ..lowering.exceptions import STATUS
+from ..lowering.build import cmpi, const, const_index, dim, element_address, to_index
+from ..lowering.exceptions import STATUS, status_type
 from ..lowering.overlap import disjoint
 from .last_values import read_outside
 
@@ -227,7 +227,6 @@ def lower_matrix_product(lw, product: MatrixProduct, as_written) -> None:
     """The product through BLAS where it holds when the code runs, else
     `as_written()` (the loop's general lowering) in the other branch."""
     a, b, c = (lw.read(nir.Var(None, name, lw.loc)) for name in (product.a, product.b, product.c))
-
     arrays = dict(zip((product.a, product.b, product.c), (a, b, c)))
 
     def size(how: tuple) -> ir.Value:
@@ -235,25 +234,23 @@ def lower_matrix_product(lw, product: MatrixProduct, as_written) -> None:
             return const_index(how[1])
         if how[0] == "dim":
             array = arrays.get(how[1]) or lw.read(nir.Var(None, how[1], lw.loc))
-            return memref.DimOp(array.memref, const_index(how[2])).result
-        value = lw.read_as(nir.Var(None, how[1], lw.loc), types.intp)
-        return arith.IndexCastOp(ir.IndexType.get(), value).result
+            return dim(array.memref, how[2])
+        return to_index(lw.read_as(nir.Var(None, how[1], lw.loc), types.intp))
     n, m, p = size(product.rows), size(product.cols), size(product.depth)
-    shape = {name: [memref.DimOp(array.memref, const_index(axis)).result for axis in (0, 1)]
-             for name, array in (("a", a), ("b", b), ("c", c))}
+    (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = (
+        [dim(x.memref, axis) for axis in (0, 1)] for x in (a, b, c))
     c_meta = memref.ExtractStridedMetadataOp(c.memref).results
     zero, one = const_index(0), const_index(1)
     holds = [cmpi("sgt", n, zero), cmpi("sgt", m, zero), cmpi("sgt", p, zero),
-             cmpi("sle", n, shape["a"][0]), cmpi("sle", p, shape["a"][1]),
-             cmpi("sle", p, shape["b"][0]), cmpi("sle", m, shape["b"][1]),
-             cmpi("sle", n, shape["c"][0]), cmpi("sle", m, shape["c"][1]),
+             cmpi("sle", n, a_rows), cmpi("sle", p, a_cols),
+             cmpi("sle", p, b_rows), cmpi("sle", m, b_cols),
+             cmpi("sle", n, c_rows), cmpi("sle", m, c_cols),
              cmpi("eq", c_meta[5], one), cmpi("sge", c_meta[4], m),
              disjoint(c, a), disjoint(c, b)]
     condition = holds[0]
     for h in holds[1:]:
         condition = arith.AndIOp(condition, h).result
-    status_type = ir.IntegerType.get_signless(STATUS.bitwidth)
-    branch = scf.IfOp(condition, [status_type], has_else=True)
+    branch = scf.IfOp(condition, [status_type()], has_else=True)
     # checks made inside a branch (boundscheck, allocations) leave it as its status
     outer, pending = lw.ip, lw.errors.pending
     try:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from typing import Optional
 
 
