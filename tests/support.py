@@ -9,19 +9,11 @@ import numpy as np
 import pytest
 
 import numba_mlir_gpu
-from numba_mlir_gpu.testing.differential import ENV_SWEEP, week_half
+from numba_mlir_gpu.testing.differential import this_weeks_half  # noqa: F401  (the tests')
 
 # Every differential test runs on the CPU target; the same test marked `gpu`
 # runs on the GPU (skipped where there is none).
 TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
-
-
-def this_weeks_half(params) -> list:
-    """The larger grids run half their cases in each CI run (even entries in
-    even ISO weeks, odd ones in odd weeks: every case every second week), to
-    keep CI under 20 minutes; NUMBA_MLIR_GPU_SWEEP=sample (or full) runs all."""
-    params = list(params)
-    return params if os.environ.get(ENV_SWEEP, "half") in ("sample", "full") else week_half(params)
 
 
 def ours(pyfunc, target: str, fallback: bool = False):

@@ -23,7 +23,7 @@ from .support import TARGETS, this_weeks_half
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 # 30 programs in 6 chunks (one pytest test each, so that -n spreads them), half of the
-# chunks in each CI run (support.this_weeks_half); about 100 seconds of one core on the
+# chunks in each CI run (differential.this_weeks_half); about 100 seconds of one core on the
 # CPU target for all six (2026-11-26). The campaigns of docs/testing.md run thousands.
 CI_SEED = 20261125
 CHUNKS, PER_CHUNK = 6, 5

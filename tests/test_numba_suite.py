@@ -3,7 +3,7 @@ through MLIRGPUPipeline must pass at least as many tests as the recorded
 baseline (tests/numba_suite_baseline.json, written by
 `python -m numba_mlir_gpu.testing.numba_suite --part ci --baseline tests/numba_suite_baseline.json`).
 Runs on the CPU target in 2 worker processes, this week's half of the part's
-tests (support.this_weeks_half) against the baseline's passing tests among
+tests (differential.this_weeks_half) against the baseline's passing tests among
 them; see docs/numba-suite-runner.md."""
 import json
 from pathlib import Path

@@ -887,8 +887,8 @@ def complex_grid(mode: Optional[str] = None) -> list[tuple[str, str]]:
     mode = mode if mode is not None else os.environ.get(ENV_SWEEP, "half")
     if mode == "full":
         return [(name, d) for name in COMPLEX_ENTRIES for d in COMPLEX]
-    sample = [(name, COMPLEX[i % 2]) for i, name in enumerate(COMPLEX_ENTRIES)]
-    return sample if mode == "sample" else week_half(sample)
+    return this_weeks_half([(name, COMPLEX[i % 2]) for i, name in enumerate(COMPLEX_ENTRIES)],
+                           mode)
 
 
 # --------------------------------------------------------------------------------------
@@ -1792,9 +1792,16 @@ def grid(mode: Optional[str] = None):
     """`full`: every dtype of every entry; `sample`: every entry once; `half`
     (the default, CI's): the half of the sample this week runs (`week_half`)."""
     mode = mode if mode is not None else os.environ.get(ENV_SWEEP, "half")
-    if mode == "full":
-        return full_grid()
-    return sample_grid() if mode == "sample" else week_half(sample_grid())
+    return full_grid() if mode == "full" else this_weeks_half(sample_grid(), mode)
+
+
+def this_weeks_half(params, mode: Optional[str] = None) -> list:
+    """`params` as the sweep mode runs a sample: all of them (`sample`, or
+    `full`), or (`half`, the default, CI's) this week's half (`week_half`).
+    The larger test grids use it too (tests/support.py)."""
+    mode = mode if mode is not None else os.environ.get(ENV_SWEEP, "half")
+    params = list(params)
+    return params if mode in ("sample", "full") else week_half(params)
 
 
 def week_half(params: list, today: Optional[datetime.date] = None) -> list:
