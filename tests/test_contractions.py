@@ -8,6 +8,9 @@ import pytest
 from numba import prange
 
 import numba_mlir_gpu
+from benchmarks.cases import matmul_loops_f32 as matmul_f32
+# a Python-float (float64) accumulator: over float32 arrays, runs as written
+from benchmarks.cases import matmul_loops_f64 as matmul_f32_wide_sum
 from numba_mlir_gpu.lowering.blas import CUBLAS_GEMM_SYMBOLS, GEMM_SYMBOL
 
 from .support import TARGETS
@@ -19,24 +22,6 @@ def matmul_f64(A, B, C):
             acc = 0.0
             for k in range(A.shape[1]):
                 acc = acc + B[k, j] * A[i, k]
-            C[i, j] = acc
-
-
-def matmul_f32(A, B, C):
-    for i in prange(A.shape[0]):
-        for j in range(B.shape[1]):
-            acc = np.float32(0.0)
-            for k in range(A.shape[1]):
-                acc += A[i, k] * B[k, j]
-            C[i, j] = acc
-
-
-def matmul_f32_wide_sum(A, B, C):      # float64 accumulator: runs as written
-    for i in prange(A.shape[0]):
-        for j in range(B.shape[1]):
-            acc = 0.0
-            for k in range(A.shape[1]):
-                acc += A[i, k] * B[k, j]
             C[i, j] = acc
 
 
