@@ -18,14 +18,14 @@ from .targets.choice import TARGETS
 
 @functools.lru_cache(maxsize=None)
 def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
-                 unsupported_loops: str = "error", prange: str = "parallel",
+                 unsupported_loops: Optional[str] = None, prange: str = "parallel",
                  fp64: Optional[str] = None) -> type:
     """MLIRGPUPipeline, or a subclass pinned to a target and fallback options.
     `prange="flags"` runs the prange loops of a function compiled without
     `parallel=True` serially, as stock Numba does (the library shim's default)."""
     if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    if unsupported_loops not in UNSUPPORTED_LOOPS:
+    if unsupported_loops not in (None,) + UNSUPPORTED_LOOPS:
         raise ValueError(f"unsupported_loops must be one of {', '.join(UNSUPPORTED_LOOPS)}, "
                          f"not {unsupported_loops!r}")
     if prange not in PRANGE:
@@ -42,13 +42,14 @@ def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
 
 
 def njit(*args, target: Optional[str] = None, fallback: Optional[bool] = None,
-         unsupported_loops: str = "error", fp64: Optional[str] = None, **options):
+         unsupported_loops: Optional[str] = None, fp64: Optional[str] = None, **options):
     """`numba.njit` through MLIRGPUPipeline; `target` ("cpu", "gpu",
     "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection.
     `fallback=False` (or $NUMBA_MLIR_GPU_FALLBACK=0) makes host code our
     lowering does not support an error instead of Numba-lowered host code
     around MLIR loops; `unsupported_loops="cpu"` runs parallel loops it
-    cannot compile with Numba's CPU parfor lowering, with a warning.
+    cannot compile with Numba's CPU parfor lowering, with a warning (default:
+    $NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS, else "error").
     `fp64="truncate"` runs float64 arithmetic in GPU kernels as float32
     (arrays keep float64 storage); "auto" does so on GPUs whose float64 rate
     is below 1/8 of float32's (compiler/fp64.py).

@@ -185,9 +185,24 @@ def test_unsupported_loops_on_the_cpu_when_asked_with_a_warning():
     assert [loop.path for loop in inspect_path(f).loops] == ["numba-cpu"]
 
 
-def test_unknown_unsupported_loops_setting():
+def test_unsupported_loops_from_the_environment(monkeypatch):
+    monkeypatch.setenv("NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS", "cpu")
+    f = njit(target="cpu")(unsupported_loop_body)
+    with pytest.warns(FallbackWarning):
+        np.testing.assert_array_equal(f(X), X * 2.0)
+    assert [loop.path for loop in inspect_path(f).loops] == ["numba-cpu"]
+    # the option given to njit wins over the environment
+    pinned = njit(target="cpu", unsupported_loops="error")(unsupported_loop_body)
+    with pytest.raises(UnsupportedConstructError, match="DictType"):
+        pinned(X)
+
+
+def test_unknown_unsupported_loops_setting(monkeypatch):
     with pytest.raises(ValueError, match="unsupported_loops"):
         njit(target="cpu", unsupported_loops="gpu")
+    monkeypatch.setenv("NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS", "gpu")
+    with pytest.raises(ValueError, match="NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS"):
+        njit(target="cpu")(unsupported_loop_body)(X)
 
 
 # -- GPU arrays in Numba-lowered host code ----------------------------------------

@@ -19,7 +19,7 @@ from numba.core.dispatcher import Dispatcher
 
 from .._version import __version__
 from ..targets.choice import choose_target
-from .fallback import fallback_allowed
+from .fallback import fallback_allowed, unsupported_loops_setting
 from .pipeline import MLIRGPUPipeline
 
 
@@ -64,7 +64,8 @@ class MLIRFunctionCache(FunctionCache):
         target = choose_target(pipeline.target).name
         fallback = fallback_allowed({"numba_mlir_gpu_fallback": pipeline.fallback})
         return super()._index_key(sig, codegen) + (
-            ("numba_mlir_gpu", __version__, target, fallback, pipeline.unsupported_loops,
+            ("numba_mlir_gpu", __version__, target, fallback,
+             unsupported_loops_setting(pipeline.unsupported_loops),
              pipeline.prange, pipeline.fp64),)
 
 

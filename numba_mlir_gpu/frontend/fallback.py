@@ -45,6 +45,7 @@ from .residency import METADATA, DeviceMirrors, device_type, resident_candidates
 from .wrapper import CompileOnlyError, EntryCalls
 
 ENV_FALLBACK = "NUMBA_MLIR_GPU_FALLBACK"
+ENV_UNSUPPORTED_LOOPS = "NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS"
 UNSUPPORTED_LOOPS = ("error", "cpu")
 
 
@@ -58,6 +59,18 @@ def fallback_allowed(state) -> bool:
     if option is not None:
         return bool(option)
     return os.environ.get(ENV_FALLBACK, "1").strip() != "0"
+
+
+def unsupported_loops_setting(option: Optional[str]) -> str:
+    """The njit option `unsupported_loops`, else $NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS,
+    else "error"."""
+    if option is not None:
+        return option
+    value = os.environ.get(ENV_UNSUPPORTED_LOOPS, "").strip() or "error"
+    if value not in UNSUPPORTED_LOOPS:
+        raise ValueError(f"${ENV_UNSUPPORTED_LOOPS} must be one of "
+                         f"{', '.join(UNSUPPORTED_LOOPS)}, not {value!r}")
+    return value
 
 
 @dataclass
@@ -143,7 +156,7 @@ class _LoopOnCPU(Exception):
 
 def _compile_loops(state, typed_ir, reason: str, parfors: list, interfaces: list,
                    resident: set) -> CompiledPath:
-    allow_cpu = state.get("numba_mlir_gpu_unsupported_loops") == "cpu"
+    allow_cpu = unsupported_loops_setting(state.get("numba_mlir_gpu_unsupported_loops")) == "cpu"
     loops, written = [], {name: False for name in resident}
     definitions = host_definitions(state.func_ir)
     for parfor, (inputs, outputs) in zip(parfors, interfaces):

@@ -123,7 +123,9 @@ class MLIRGPUPipeline(CompilerBase):
 
     target = None    # None: $NUMBA_MLIR_GPU_TARGET, else the GPU if present
     fallback = None  # None: $NUMBA_MLIR_GPU_FALLBACK (fallback.py), on unless "0"
-    unsupported_loops = "error"     # or "cpu": such loops run with Numba's CPU lowering
+    # "error", or "cpu": loops we cannot compile run with Numba's CPU lowering;
+    # None: $NUMBA_MLIR_GPU_UNSUPPORTED_LOOPS, else "error" (fallback.py)
+    unsupported_loops = None
     prange = "parallel"   # or "flags": serial without parallel=True (typed_ir.typed_passes)
     fp64 = None           # or "truncate"/"auto": float64 as float32 in kernels (compiler/fp64.py)
 

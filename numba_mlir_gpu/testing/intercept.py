@@ -16,7 +16,11 @@ The rule (also in docs/numba-suite.md):
 * Any Numba `Lower` other than our entry wrapper that runs inside an *ours*
   compilation, or outside every compilation, is recorded as a violation: the
   test cannot pass.
-* Compilations nested in another one (Numba's type inference compiling a
+* A compilation nested in a reference one that the policy calls ours (a
+  parallel=True function called from plain njit code, an @overload with
+  `jit_options={"parallel": True}`) is ours: the reference's machine code
+  calls its entry as it would call Numba's.
+* Other compilations nested in another one (Numba's type inference compiling a
   called jitted function or an @overload implementation) run as Numba runs
   them; our lowering never calls their machine code (it lowers their Python
   source into the same MLIR module). So that a test cannot later call such a
@@ -70,6 +74,7 @@ class TestRecord:
     ours_compiles: int = 0          # top-level compilations given to MLIRGPUPipeline
     ours_lowered: int = 0           # ... whose MLIR lowering completed
     ours_fallbacks: int = 0         # ... of which Numba lowered the host code (fallback.py)
+    cpu_loops: int = 0              # parallel loops given to Numba's CPU parfor lowering
     reference_compiles: int = 0
     nested_native: int = 0
     violations: list = field(default_factory=list)
@@ -127,7 +132,8 @@ class Interceptor:
 
         def _compile_core(pipeline):
             frames = icpt._frames()
-            if frames:
+            if frames and not (frames[-1].mode == REFERENCE
+                               and icpt.policy(pipeline.state.flags) == OURS):
                 mode = NESTED
             elif isinstance(pipeline, MLIRGPUPipeline):
                 mode = OURS
@@ -173,6 +179,10 @@ class Interceptor:
                 icpt._note("lowering_errors", classify_lowering_error(exc))
                 raise
             icpt._note("ours_lowered")
+            path = state.metadata.get("numba_mlir_gpu_path")
+            for loop in (path.loops if path is not None else ()):
+                if loop.compiled is None:
+                    icpt._note("cpu_loops")
             return result
 
         def add_overload(dispatcher, cres):

@@ -69,7 +69,8 @@ def _adapt_module(module, icpt: Interceptor) -> None:
     docs/numba-suite.md): `check_scheduling` looks for Numba's gufunc
     scheduler in the LLVM IR; for a result we compiled, the equivalent fact
     is that the parfors became parallel loops in our MLIR: `scf.parallel`,
-    or on the GPU target the explicit `gpu.launch` of a tree reduction.
+    or on the GPU target the explicit `gpu.launch` of a tree reduction; for
+    a loop the fallback gave to Numba's CPU lowering, Numba's own check.
     The failure message names Numba's scheduler as the original's does, since
     some tests assert that a function has no parallel loop through it."""
     base = getattr(module, "TestParforsBase", None)
@@ -81,9 +82,14 @@ def _adapt_module(module, icpt: Interceptor) -> None:
         compiled = cres.metadata.get("numba_mlir_gpu") if cres.metadata else None
         if compiled is None:
             return original(self, cres, scheduler_type)
-        if not any(loop in compiled.input_mlir for loop in ("scf.parallel", "gpu.launch")):
-            raise self.failureException("'@do_scheduling' not found: no scf.parallel or "
-                                        "gpu.launch in the MLIR of MLIRGPUPipeline")
+        if any(loop in compiled.input_mlir for loop in ("scf.parallel", "gpu.launch")):
+            return
+        path = cres.metadata.get("numba_mlir_gpu_path")
+        if path is not None and any(loop.compiled is None for loop in path.loops):
+            # a loop given to Numba's CPU parfor lowering (--fallback): its scheduler
+            return original(self, cres, scheduler_type)
+        raise self.failureException("'@do_scheduling' not found: no scf.parallel or "
+                                    "gpu.launch in the MLIR of MLIRGPUPipeline")
     base.check_scheduling = check_scheduling
     base._numba_suite_adapted = True
 
@@ -121,7 +127,7 @@ def main() -> int:
         protocol.write(json.dumps({
             "id": test_id, "outcome": outcome, "reason": reason[:400],
             "ours_compiles": record.ours_compiles, "ours_lowered": record.ours_lowered,
-            "reference_compiles": record.reference_compiles,
+            "reference_compiles": record.reference_compiles, "cpu_loops": record.cpu_loops,
             "seconds": round(time.monotonic() - start, 2)}) + "\n")
     return 0
 
