@@ -624,3 +624,33 @@ def test_a_list_the_loop_writes_is_reflected_to_python(target):
     numba.njit(list_written_in_a_loop)(A10, expected)
     assert ours(list_written_in_a_loop, target)(A10, values) == expected[0]
     assert values == expected
+
+
+# -- Numba's implementations compiled while ours compiles (frontend/nested_compiles.py) --
+
+def percentiles(a):
+    return np.percentile(a, 30.0), np.quantile(a, np.array([0.25, 0.75]))
+
+
+def test_numba_implementations_typed_for_ours_serve_stock_numba_afterwards(monkeypatch):
+    """Typing np.percentile for our pipeline leaves its implementations lowered
+    and not finalised (deferred entries); a stock njit function compiled
+    afterwards links them, which finalises them then, and computes what NumPy
+    does. uint16 data: a signature no other test compiles first."""
+    from numba_mlir_gpu.frontend import nested_compiles
+    made = []
+
+    class Counted(nested_compiles.DeferredEntry):
+        def __init__(self, *args):
+            made.append(args[2].qualname)
+            super().__init__(*args)
+
+    monkeypatch.setattr(nested_compiles, "DeferredEntry", Counted)
+    a = (np.random.default_rng(3).random(41) * 1000).astype(np.uint16)
+    expected = percentiles(a)
+    got = njit(target="cpu")(percentiles)(a)
+    assert made, "no implementation was left without machine code"
+    stock = numba.njit(percentiles)(a)
+    for result in (got, stock):
+        np.testing.assert_allclose(result[0], expected[0], rtol=1e-12)
+        np.testing.assert_allclose(result[1], expected[1], rtol=1e-12)

@@ -161,6 +161,11 @@ ir_utils.has_no_side_effect = _has_no_side_effect
 numba_parfor.has_no_side_effect = _has_no_side_effect
 
 
+def active() -> bool:
+    """Is one of our pipelines compiling (in this thread)?"""
+    return bool(getattr(_active, "depth", 0))
+
+
 @contextlib.contextmanager
 def corrected():
     """Numba's passes run inside this with the corrections above."""

@@ -13,7 +13,7 @@ from ..lowering.random_streams import host_draws
 from ..runtime.device_arrays import device_result_type
 from .fallback import (CompiledPath, FallbackFunction, HostLower, compile_loops,
                        fallback_allowed)
-from . import numba_fixes
+from . import nested_compiles, numba_fixes  # noqa: F401  (nested_compiles patches on import)
 from .typed_ir import typed_ir, typed_passes
 from .wrapper import EntryCallLower
 
