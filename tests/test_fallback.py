@@ -2,6 +2,7 @@
 support is lowered by Numba, each parallel loop still through MLIR; results
 as Numba's own. With the fallback off, the same functions are the clear
 error they were."""
+import ctypes
 import warnings
 
 import numba
@@ -642,7 +643,7 @@ def test_numba_implementations_typed_for_ours_serve_stock_numba_afterwards(monke
 
     class Counted(nested_compiles.DeferredEntry):
         def __init__(self, *args):
-            made.append(args[2].qualname)
+            made.append(args)
             super().__init__(*args)
 
     monkeypatch.setattr(nested_compiles, "DeferredEntry", Counted)
@@ -654,3 +655,10 @@ def test_numba_implementations_typed_for_ours_serve_stock_numba_afterwards(monke
     for result in (got, stock):
         np.testing.assert_allclose(result[0], expected[0], rtol=1e-12)
         np.testing.assert_allclose(result[1], expected[1], rtol=1e-12)
+    # the libraries stock's code linked were finalised then, their environments set
+    finalised = [(context, library, fndesc, env) for context, library, fndesc, env in made
+                 if library._finalized]
+    assert finalised
+    for context, library, fndesc, env in finalised:
+        address = library.codegen._engine.get_global_value_address(context.get_env_name(fndesc))
+        assert ctypes.c_void_p.from_address(address).value == id(env)

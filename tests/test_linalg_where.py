@@ -131,6 +131,55 @@ def test_matrix_products_call_cublas_in_gpu_code(monkeypatch):
         assert "cublas" in text and "gemm_v2" in text, name
 
 
+def _gemv_operands():
+    """Matrix-vector, vector-matrix and vector products BLAS takes on the CPU
+    (Numba's gemv and dot helpers): every element type, matrices of either
+    order, slices, strided and reversed matrices (copied first), strided
+    vectors (copied: the helpers take no stride), empty contractions."""
+    rng = np.random.default_rng(5)
+    cases = {}
+    for dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        def make(*shape):
+            x = rng.random(shape) + (1j * rng.random(shape) if np.dtype(dtype).kind == "c" else 0)
+            return x.astype(dtype)
+        a, v, w, big = make(37, 53), make(53), make(37), make(80, 120)
+        name = np.dtype(dtype).name
+        cases.update({
+            f"{name}-mv": (a, v), f"{name}-mv-fortran": (np.asfortranarray(a), v),
+            f"{name}-vm": (w, a), f"{name}-vm-fortran": (w, np.asfortranarray(a)),
+            f"{name}-mv-slice": (big[3:40, 5:58], v), f"{name}-vm-slice": (w, big[3:40, 5:58]),
+            f"{name}-mv-strided": (big[:74:2, :106:2], v[::-1]),
+            f"{name}-vv": (v, v[::-1]), f"{name}-vv-strided": (big[0, ::2][:53], v),
+        })
+    a, v, w = rng.random((6, 5)), rng.random(5), rng.random(6)
+    cases.update({"mv-k0": (a[:, :0], v[:0]), "vm-k0": (v[:0], a[:0]), "mv-m0": (a[:0], v),
+                  "vm-n0": (w, a[:, :0]), "vv-0": (v[:0], v[:0]),
+                  "mv-reversed": (a[::-1, ::-1], v), "vm-transposed": (v[::-1], a.T)})
+    return cases
+
+
+GEMV = _gemv_operands()
+
+
+@pytest.mark.parametrize("name", sorted(GEMV))
+def test_vector_products_through_cpu_blas(name):
+    x, y = GEMV[name]
+    rtol = 1e-4 if "float32" in name or "complex64" in name else 1e-12
+    check(dot, x, y, target="cpu", rtol=rtol)
+    # the operands as the views they are (check compares on contiguous deep copies)
+    got = ours(matmul, "cpu")(x, y)
+    np.testing.assert_allclose(got, x @ y, rtol=rtol, atol=1e-12, err_msg=name)
+
+
+def test_vector_products_call_numbas_blas_helpers_on_the_cpu():
+    from numba_mlir_gpu import inspect_mlir
+    for name, helper in (("float64-mv", "numba_xxgemv"), ("complex64-vm", "numba_xxgemv"),
+                         ("float32-vv", "numba_xxdot")):
+        fn = ours(dot, "cpu")
+        fn(*GEMV[name])
+        assert helper in inspect_mlir(fn), name
+
+
 def test_large_vector_dot_is_deterministic():
     x = np.random.default_rng(1).random(1_000_003)
     fn = ours(dot, "cpu")

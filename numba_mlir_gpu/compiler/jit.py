@@ -18,7 +18,7 @@ from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
-from ..lowering.blas import CUBLAS_GEMM_SYMBOLS, CUBLAS_HANDLE_SYMBOL, GEMM_SYMBOL
+from ..lowering.blas import CPU_SYMBOLS, CUBLAS_GEMM_SYMBOLS, CUBLAS_HANDLE_SYMBOL
 from ..runtime.cuda import compute_capability
 from ..runtime.device import RUNTIME_FUNCTIONS, register_runtime
 from ..runtime.printing import register_printing
@@ -195,8 +195,9 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     layer = {s: f for s, f in threading_layer.SYMBOLS.items() if s in declared}
     if layer:
         register_threading_layer(engine, layer)
-    if GEMM_SYMBOL in declared:
-        register_blas(engine, GEMM_SYMBOL)
+    blas = {s: helper for s, helper in CPU_SYMBOLS.items() if s in declared}
+    if blas:
+        register_blas(engine, blas)
     gemms = [s for s in CUBLAS_GEMM_SYMBOLS.values() if s in declared]
     if gemms:
         register_cublas(engine, CUBLAS_HANDLE_SYMBOL, gemms)

@@ -19,7 +19,9 @@ While one of our pipelines compiles (numba_fixes.active), therefore:
 * a library linking another does not finalise it at once: linking into the
   final module finalises it (`_get_module_for_linking`), when a caller that
   Numba lowers (the host fallback, a stock `njit` function compiled later)
-  is itself finalised.
+  is itself finalised. Finalising a deferred implementation's library also
+  sets its environment global, as `get_executable` does for the others (the
+  code reads it to box values, to build an exception's arguments at run time).
 
 User functions called from ours are compiled in full: Python calls them.
 """
@@ -43,6 +45,8 @@ class DeferredEntry:
     def __init__(self, context, library, fndesc, env):
         self._made = None
         self._parts = (context, library, fndesc, env)
+        library.__dict__.setdefault("_deferred_envs", []).append(
+            (context.get_env_name(fndesc), env))
 
     def __call__(self, *args, **kwargs):
         if self._made is None:
@@ -53,6 +57,7 @@ class DeferredEntry:
 _get_executable = cpu.CPUContext.get_executable
 _add_linking_library = codegen.CPUCodeLibrary.add_linking_library
 _add_overload = _DispatcherBase.add_overload
+_finalize = codegen.CPUCodeLibrary.finalize
 
 
 def get_executable(self, library, fndesc, env):
@@ -67,6 +72,12 @@ def add_linking_library(self, library):
     self._linking_libraries.append(library)
 
 
+def finalize(self):
+    _finalize(self)
+    for name, env in self.__dict__.pop("_deferred_envs", ()):
+        self.codegen.set_env(name, env)
+
+
 def add_overload(self, cres):
     if isinstance(cres.entry_point, DeferredEntry):
         # Python calls reach it through _compile_for_args, which calls the entry
@@ -78,4 +89,5 @@ def add_overload(self, cres):
 
 cpu.CPUContext.get_executable = get_executable
 codegen.CPUCodeLibrary.add_linking_library = add_linking_library
+codegen.CPUCodeLibrary.finalize = finalize
 _DispatcherBase.add_overload = add_overload

@@ -1,6 +1,6 @@
 """Matrix products in host code through BLAS: on the CPU as Numba computes
-np.dot, through Numba's `numba_xxgemm` helper, which calls SciPy's BLAS
-(runtime/blas.py); on the GPU through cuBLAS's gemm, on the stream our
+np.dot, through Numba's `numba_xxgemm`, `numba_xxgemv` and `numba_xxdot`
+helpers, which call SciPy's BLAS (runtime/blas.py); on the GPU through cuBLAS's gemm, on the stream our
 kernels use (runtime/cublas.py). Each engine resolves the symbols by name,
 so cached code keeps working.
 
@@ -18,13 +18,16 @@ from __future__ import annotations
 from numba.core import types
 
 from .._mlir import arith, func, ir, memref, scf
-from .arrays import allocate, copy_array
+from .arrays import allocate, copy_array, fill
 from .build import (cmpi, const, const_index, declare_function, element_address, select,
                     to_i64)
 from .types import scalar_type as element_type
 from .values import ArrayValue
 
 GEMM_SYMBOL = "numba_xxgemm"
+GEMV_SYMBOL = "numba_xxgemv"
+DOT_SYMBOL = "numba_xxdot"
+CPU_SYMBOLS = {GEMM_SYMBOL: "xxgemm", GEMV_SYMBOL: "xxgemv", DOT_SYMBOL: "xxdot"}
 CUBLAS_HANDLE_SYMBOL = "nmg_cublas_handle"
 CUBLAS_GEMM_SYMBOLS = {"s": "cublasSgemm_v2", "d": "cublasDgemm_v2", "c": "cublasCgemm_v2",
                        "z": "cublasZgemm_v2"}
@@ -160,3 +163,77 @@ def _cublas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc)
     return func.CallOp([i32], symbol, [
         handle, op(a_plain), op(b_plain), narrow(m), narrow(n), narrow(k), alpha, a.address,
         narrow(a.lead), b.address, narrow(b.lead), beta, c, narrow(ldc)]).result
+
+
+# -- matrix-vector and vector-vector products on the CPU (Numba's gemv and dot) --
+
+def _contiguous_vector(lw, vector: ArrayValue) -> ir.Value:
+    """The address of a vector's first element, copied first unless its
+    elements are adjacent (numba_xxgemv and numba_xxdot take no stride)."""
+    meta = memref.ExtractStridedMetadataOp(vector.memref).results
+    extent, stride = meta[2], meta[3]
+    adjacent = arith.OrIOp(cmpi("eq", stride, const_index(1)),
+                           cmpi("sle", extent, const_index(1))).result
+    strided = vector.memref.type
+    choice = scf.IfOp(adjacent, [strided], has_else=True)
+    with ir.InsertionPoint(choice.then_block):
+        scf.YieldOp([vector.memref])
+    with ir.InsertionPoint(choice.else_block):
+        copy = copy_array(lw, vector, vector.type.copy(layout="C", readonly=False))
+        scf.YieldOp([memref.CastOp(strided, copy.memref).result
+                     if copy.memref.type != strided else copy.memref])
+    source = choice.results[0]
+    offset = memref.ExtractStridedMetadataOp(source).results[1]
+    return to_i64(element_address(source, offset, _itemsize(vector.type.dtype)))
+
+
+def _scalars(lw, dtype: types.Type) -> tuple[ir.Value, ir.Value]:
+    """Addresses of the constants 1 and 0 (BLAS's alpha and beta)."""
+    with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
+        scalar = memref.AllocaOp(ir.MemRefType.get([2], element_type(dtype)), [], []).result
+    memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
+    memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
+    return (to_i64(element_address(scalar)),
+            to_i64(element_address(scalar, const_index(1), _itemsize(dtype))))
+
+
+def gemv(lw, matrix: ArrayValue, vector: ArrayValue, rows: ir.Value, cols: ir.Value,
+         result_ty: types.Array, vector_first: bool) -> ArrayValue:
+    """A new vector: matrix (rows x cols) @ vector, or vector @ matrix when
+    `vector_first`. The output starts at zero, so the products of an empty
+    contraction (BLAS returns at once) are zeros as NumPy's."""
+    out = allocate(lw, result_ty, [cols if vector_first else rows])
+    fill(lw, out, const(result_ty.dtype, 0))
+    a = _Operand(lw, matrix)
+    x = _contiguous_vector(lw, vector)
+    alpha, beta = _scalars(lw, result_ty.dtype)
+    # Column-major, a row-major matrix is its transpose (cols x rows); A @ x
+    # multiplies by it transposed, x @ A (= A^T x) as it is.
+    transpose = a.row_major if not vector_first else arith.XOrIOp(
+        a.row_major, arith.ConstantOp(_i(1), 1).result).result
+    m = select(a.row_major, cols, rows)
+    n = select(a.row_major, rows, cols)
+    i64, i8 = _i(64), _i(8)
+    symbol = declare_function(lw.mlower.module, GEMV_SYMBOL, [i8, i8] + [i64] * 8, [_i(32)])
+    status = func.CallOp([_i(32)], symbol, [
+        _char(_KIND[result_ty.dtype]), select(transpose, _char("t"), _char("n")),
+        to_i64(m), to_i64(n), alpha, a.address, a.lead, x, beta,
+        to_i64(element_address(out.memref))]).result
+    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
+                       failure_status(lw))
+    return out
+
+
+def dot(lw, a: ArrayValue, b: ArrayValue, n: ir.Value, dtype: types.Type) -> ir.Value:
+    """The vector product a . b of `n` elements (numba_xxdot, not conjugated)."""
+    with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
+        result = memref.AllocaOp(ir.MemRefType.get([], element_type(dtype)), [], []).result
+    i64, i8 = _i(64), _i(8)
+    symbol = declare_function(lw.mlower.module, DOT_SYMBOL, [i8, i8] + [i64] * 4, [_i(32)])
+    status = func.CallOp([_i(32)], symbol, [
+        _char(_KIND[dtype]), arith.ConstantOp(i8, 0).result, to_i64(n),
+        _contiguous_vector(lw, a), _contiguous_vector(lw, b),
+        to_i64(element_address(result))]).result
+    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
+                       failure_status(lw))
+    return memref.LoadOp(result, []).result

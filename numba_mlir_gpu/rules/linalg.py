@@ -1,5 +1,7 @@
-"""np.dot and `@` on 1-D and 2-D arrays, as our own loops (never BLAS), so
-they run as GPU kernels too.
+"""np.dot and `@` on 1-D and 2-D arrays. In host code, products of one BLAS
+type call BLAS (lowering/blas.py): matrix products on either target, matrix-
+vector and vector products on the CPU; the rest, and all products inside
+parallel bodies, are our own loops, which run as GPU kernels too.
 
 Each output element accumulates its products sequentially, in the element
 type and in index order; the outputs are computed in parallel. A vector dot
@@ -41,6 +43,8 @@ def _common_length(lw, a_len: ir.Value, b_len: ir.Value, kind: str) -> ir.Value:
 def _vector_dot(lw, a: ArrayValue, b: ArrayValue, dtype) -> ir.Value:
     total = Reduction("dot", dtype, operator.add, 0)
     n = _common_length(lw, shape_of(a)[0], shape_of(b)[0], _KINDS[1, 1])
+    if _through_cpu_blas(lw, a, b, dtype):
+        return blas.dot(lw, a, b, n, dtype)
 
     def step(indices, accs):
         x, y = load_element(a, indices), load_element(b, indices)
@@ -65,6 +69,10 @@ def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> Array
     cols = b_shape[1:]             # [] or [n]
     if _through_blas(lw, a, b, result_ty):
         return blas.gemm(lw, a, b, rows[0], cols[0], length, result_ty)
+    if _through_cpu_blas(lw, a, b, result_ty.dtype):
+        if a.type.ndim == 2:
+            return blas.gemv(lw, a, b, rows[0], length, result_ty, vector_first=False)
+        return blas.gemv(lw, b, a, length, cols[0], result_ty, vector_first=True)
     out = allocate(lw, result_ty, rows + cols)
     dtype = result_ty.dtype
     adder = Reduction("dot", dtype, operator.add, 0)
@@ -90,6 +98,14 @@ def _through_blas(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> b
     return (lw.target.library_gemm() and lw.parallel_depth == 0
             and a.type.ndim == b.type.ndim == 2 and a.type.dtype == b.type.dtype == dtype
             and blas.has_gemm(dtype))
+
+
+def _through_cpu_blas(lw, a: ArrayValue, b: ArrayValue, dtype) -> bool:
+    """Matrix-vector and vector products in CPU host code, of one BLAS type,
+    call Numba's gemv and dot helpers, as Numba's np.dot does (GPU host code
+    keeps our kernels for them)."""
+    return (not lw.target.gpu and lw.parallel_depth == 0
+            and a.type.dtype == b.type.dtype == dtype and blas.has_gemm(dtype))
 
 
 @binop_rules.register(operator.matmul)
