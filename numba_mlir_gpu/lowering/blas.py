@@ -52,19 +52,25 @@ class _Operand:
 
     def __init__(self, lw, array: ArrayValue):
         usable = arith.OrIOp(*(_layout(array.memref, rows) for rows in (True, False))).result
-        strided = array.memref.type
-        choice = scf.IfOp(usable, [strided], has_else=True)
-        with ir.InsertionPoint(choice.then_block):
-            scf.YieldOp([array.memref])
-        with ir.InsertionPoint(choice.else_block):
-            copy = copy_array(lw, array, array.type.copy(layout="C", readonly=False))
-            scf.YieldOp([memref.CastOp(strided, copy.memref).result
-                         if copy.memref.type != strided else copy.memref])
-        source = choice.results[0]
+        source = _as_is_or_copied(lw, array, usable)
         self.row_major = _layout(source, rows=True)
         meta = memref.ExtractStridedMetadataOp(source).results
         self.address = to_i64(element_address(source, meta[1], _itemsize(array.type.dtype)))
         self.lead = to_i64(select(self.row_major, _lead(meta, rows=True), _lead(meta, rows=False)))
+
+
+def _as_is_or_copied(lw, array: ArrayValue, usable: ir.Value) -> ir.Value:
+    """The array's memref where `usable` holds when the code runs, else a
+    C-ordered copy of it (of the same memref type)."""
+    strided = array.memref.type
+    choice = scf.IfOp(usable, [strided], has_else=True)
+    with ir.InsertionPoint(choice.then_block):
+        scf.YieldOp([array.memref])
+    with ir.InsertionPoint(choice.else_block):
+        copy = copy_array(lw, array, array.type.copy(layout="C", readonly=False))
+        scf.YieldOp([memref.CastOp(strided, copy.memref).result
+                     if copy.memref.type != strided else copy.memref])
+    return choice.results[0]
 
 
 def _layout(value: ir.Value, rows: bool) -> ir.Value:
@@ -117,12 +123,7 @@ def gemm_into(lw, a: ArrayValue, b: ArrayValue, c_address: ir.Value, ldc: ir.Val
     """C[:m, :n] = a[:m, :k] @ b[:k, :n] into the row-major matrix at
     `c_address` whose rows are `ldc` elements apart; i1: the library failed."""
     x, y = _Operand(lw, a), _Operand(lw, b)
-    with ir.InsertionPoint.at_block_begin(lw.scope.alloca_block):
-        scalar = memref.AllocaOp(ir.MemRefType.get([2], element_type(dtype)), [], []).result
-    memref.StoreOp(const(dtype, 1), scalar, [const_index(0)])
-    memref.StoreOp(const(dtype, 0), scalar, [const_index(1)])
-    alpha = to_i64(element_address(scalar))
-    beta = to_i64(element_address(scalar, const_index(1), _itemsize(dtype)))
+    alpha, beta = _scalars(lw, dtype)
     # C^T (n x m) = op(B) op(A): a row-major operand is its own transpose
     call = _cublas_call if lw.target.gpu else _blas_call
     status = call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k, alpha, y, x, beta,
@@ -174,15 +175,7 @@ def _contiguous_vector(lw, vector: ArrayValue) -> ir.Value:
     extent, stride = meta[2], meta[3]
     adjacent = arith.OrIOp(cmpi("eq", stride, const_index(1)),
                            cmpi("sle", extent, const_index(1))).result
-    strided = vector.memref.type
-    choice = scf.IfOp(adjacent, [strided], has_else=True)
-    with ir.InsertionPoint(choice.then_block):
-        scf.YieldOp([vector.memref])
-    with ir.InsertionPoint(choice.else_block):
-        copy = copy_array(lw, vector, vector.type.copy(layout="C", readonly=False))
-        scf.YieldOp([memref.CastOp(strided, copy.memref).result
-                     if copy.memref.type != strided else copy.memref])
-    source = choice.results[0]
+    source = _as_is_or_copied(lw, vector, adjacent)
     offset = memref.ExtractStridedMetadataOp(source).results[1]
     return to_i64(element_address(source, offset, _itemsize(vector.type.dtype)))
 
