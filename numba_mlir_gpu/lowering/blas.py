@@ -1,8 +1,9 @@
-"""Matrix products in host code through BLAS: on the CPU as Numba computes
-np.dot, through Numba's `numba_xxgemm`, `numba_xxgemv` and `numba_xxdot`
-helpers, which call SciPy's BLAS (runtime/blas.py); on the GPU through cuBLAS's gemm, on the stream our
-kernels use (runtime/cublas.py). Each engine resolves the symbols by name,
-so cached code keeps working.
+"""Products in host code through BLAS. On the CPU as Numba computes np.dot:
+matrix, matrix-vector and vector products through Numba's `numba_xxgemm`,
+`numba_xxgemv` and `numba_xxdot` helpers, which call SciPy's BLAS
+(runtime/blas.py). On the GPU, matrix products through cuBLAS's gemm, on the
+stream our kernels use (runtime/cublas.py). Each engine resolves the symbols
+by name, so cached code keeps working.
 
 BLAS is column-major. The result C (m x n) is allocated C-ordered, so BLAS
 computes its column-major view C^T = B^T A^T. An operand whose rows are
