@@ -5,7 +5,7 @@ import numba
 import numpy as np
 import pytest
 
-from .support import TARGETS, check, ours
+from .support import TARGETS, check, ours, this_weeks_half
 from .test_codegen import compile_only
 
 pytest.importorskip("scipy")     # Numba types np.dot only with SciPy installed
@@ -161,7 +161,7 @@ def _gemv_operands():
 GEMV = _gemv_operands()
 
 
-@pytest.mark.parametrize("name", sorted(GEMV))
+@pytest.mark.parametrize("name", this_weeks_half(sorted(GEMV)))
 def test_vector_products_through_cpu_blas(name):
     x, y = GEMV[name]
     rtol = 1e-4 if "float32" in name or "complex64" in name else 1e-12
