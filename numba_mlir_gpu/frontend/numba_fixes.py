@@ -46,11 +46,18 @@ from numba.parfors import parfor as numba_parfor
 from ..lowering.errors import UnsupportedConstructError
 
 _active = threading.local()
+
+
+def active() -> bool:
+    """Is one of our pipelines compiling (in this thread)?"""
+    return bool(getattr(_active, "depth", 0))
+
+
 _numba_insert = array_analysis.SymbolicEquivSet._insert
 
 
 def _insert(self, objs):
-    if not getattr(_active, "depth", 0):
+    if not active():
         return _numba_insert(self, objs)
     # Numba's SymbolicEquivSet._insert, the ref_by offset's sign corrected
     indset = set()
@@ -89,7 +96,7 @@ _numba_get_reduce_nodes = numba_parfor.get_reduce_nodes
 
 
 def _get_reduce_nodes(reduction_node, nodes, func_ir):
-    if not getattr(_active, "depth", 0):
+    if not active():
         return _numba_get_reduce_nodes(reduction_node, nodes, func_ir)
     try:
         return _numba_get_reduce_nodes(reduction_node, nodes, func_ir)
@@ -136,7 +143,7 @@ _numba_analyze_op_call = array_analysis.ArrayAnalysis._analyze_op_call
 
 
 def _analyze_op_call(self, scope, equiv_set, expr, lhs):
-    if getattr(_active, "depth", 0) and expr.kws:
+    if active() and expr.kws:
         callee = guard(get_definition, self.func_ir, expr.func)
         if isinstance(callee, (ir.Global, ir.FreeVar)) and \
                 array_analysis.is_namedtuple_class(callee.value):
@@ -150,7 +157,7 @@ _numba_has_no_side_effect = ir_utils.has_no_side_effect
 
 
 def _has_no_side_effect(rhs, lives, call_table):
-    if getattr(_active, "depth", 0) and isinstance(rhs, ir.Expr) and rhs.op == "call" \
+    if active() and isinstance(rhs, ir.Expr) and rhs.op == "call" \
             and call_table.get(rhs.func.name) == ["log", np] \
             and (len(rhs.args) > 1 or any(name == "out" for name, _ in rhs.kws)):
         return False
@@ -159,11 +166,6 @@ def _has_no_side_effect(rhs, lives, call_table):
 
 ir_utils.has_no_side_effect = _has_no_side_effect
 numba_parfor.has_no_side_effect = _has_no_side_effect
-
-
-def active() -> bool:
-    """Is one of our pipelines compiling (in this thread)?"""
-    return bool(getattr(_active, "depth", 0))
 
 
 @contextlib.contextmanager

@@ -115,8 +115,15 @@ def gemm(lw, a: ArrayValue, b: ArrayValue, m: ir.Value, n: ir.Value, k: ir.Value
     return out
 
 
-def failure_status(lw) -> ir.Value:
-    return lw.errors.code(RuntimeError, (f"{'cuBLAS' if lw.target.gpu else 'BLAS'} gemm failed",))
+def failure_status(lw, routine: str = "gemm") -> ir.Value:
+    return lw.errors.code(RuntimeError,
+                          (f"{'cuBLAS' if lw.target.gpu else 'BLAS'} {routine} failed",))
+
+
+def _raise_if_failed(lw, status: ir.Value, routine: str) -> None:
+    """Numba's BLAS helpers return a negative status on failure."""
+    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
+                       failure_status(lw, routine))
 
 
 def gemm_into(lw, a: ArrayValue, b: ArrayValue, c_address: ir.Value, ldc: ir.Value,
@@ -213,8 +220,7 @@ def gemv(lw, matrix: ArrayValue, vector: ArrayValue, rows: ir.Value, cols: ir.Va
         _char(_KIND[result_ty.dtype]), select(transpose, _char("t"), _char("n")),
         to_i64(m), to_i64(n), alpha, a.address, a.lead, x, beta,
         to_i64(element_address(out.memref))]).result
-    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
-                       failure_status(lw))
+    _raise_if_failed(lw, status, "gemv")
     return out
 
 
@@ -228,6 +234,5 @@ def dot(lw, a: ArrayValue, b: ArrayValue, n: ir.Value, dtype: types.Type) -> ir.
         _char(_KIND[dtype]), arith.ConstantOp(i8, 0).result, to_i64(n),
         _contiguous_vector(lw, a), _contiguous_vector(lw, b),
         to_i64(element_address(result))]).result
-    lw.errors.raise_if(lw, cmpi("slt", status, arith.ConstantOp(_i(32), 0).result),
-                       failure_status(lw))
+    _raise_if_failed(lw, status, "dot")
     return memref.LoadOp(result, []).result

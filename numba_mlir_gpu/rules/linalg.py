@@ -94,18 +94,21 @@ def _through_blas(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> b
     """Matrix-matrix products in host code, of one BLAS type, go to the
     target's BLAS (SciPy's on the CPU, as Numba's do; cuBLAS on the GPU where
     it is found); parallel bodies keep the loops."""
-    dtype = result_ty.dtype
-    return (lw.target.library_gemm() and lw.parallel_depth == 0
-            and a.type.ndim == b.type.ndim == 2 and a.type.dtype == b.type.dtype == dtype
-            and blas.has_gemm(dtype))
+    return (lw.target.library_gemm() and a.type.ndim == b.type.ndim == 2
+            and _blas_operands(lw, a, b, result_ty.dtype))
 
 
 def _through_cpu_blas(lw, a: ArrayValue, b: ArrayValue, dtype) -> bool:
     """Matrix-vector and vector products in CPU host code, of one BLAS type,
     call Numba's gemv and dot helpers, as Numba's np.dot does (GPU host code
     keeps our kernels for them)."""
-    return (not lw.target.gpu and lw.parallel_depth == 0
-            and a.type.dtype == b.type.dtype == dtype and blas.has_gemm(dtype))
+    return not lw.target.gpu and _blas_operands(lw, a, b, dtype)
+
+
+def _blas_operands(lw, a: ArrayValue, b: ArrayValue, dtype) -> bool:
+    """In host code (not a parallel body), both operands of one BLAS type."""
+    return (lw.parallel_depth == 0 and a.type.dtype == b.type.dtype == dtype
+            and blas.has_gemm(dtype))
 
 
 @binop_rules.register(operator.matmul)
