@@ -18,7 +18,7 @@ from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
-from ..lowering.blas import CPU_SYMBOLS, CUBLAS_GEMM_SYMBOLS, CUBLAS_HANDLE_SYMBOL
+from ..lowering.blas import CPU_SYMBOLS, CUBLAS_HANDLE_SYMBOL, CUBLAS_SYMBOLS
 from ..runtime.cuda import compute_capability
 from ..runtime.device import RUNTIME_FUNCTIONS, register_runtime
 from ..runtime.printing import register_printing
@@ -151,7 +151,7 @@ def jit(module: ir.Module, name: str, gpu: bool, opt_level: int = 3,
 def _place(module: ir.Module, name: str, device_results: bool) -> None:
     # cuBLAS runs on our kernels' stream, so its calls are placed as launches
     place_memory(module, name, device_results,
-                 frozenset(CUBLAS_GEMM_SYMBOLS.values()) | {CUBLAS_HANDLE_SYMBOL})
+                 CUBLAS_SYMBOLS | {CUBLAS_HANDLE_SYMBOL})
 
 
 def for_another_process(module: ir.Module, name: str, device_results: bool) -> JitFunction:
@@ -198,7 +198,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     blas = {s: helper for s, helper in CPU_SYMBOLS.items() if s in declared}
     if blas:
         register_blas(engine, blas)
-    gemms = [s for s in CUBLAS_GEMM_SYMBOLS.values() if s in declared]
+    gemms = [s for s in CUBLAS_SYMBOLS if s in declared]
     if gemms:
         register_cublas(engine, CUBLAS_HANDLE_SYMBOL, gemms)
     if any(symbol in declared for symbol in PRINT_SYMBOLS):

@@ -24,7 +24,7 @@ from numba.core.typed_passes import PreParforPass
 from numba.misc.special import prange
 from numba.parfors import parfor as numba_parfor
 
-from ..lowering.substitutes import sum_with_axis
+from ..lowering.substitutes import matmul, sum_with_axis
 
 # Lowered by our call rules instead: Numba's versions use IndexValue pairs
 # (argmin/argmax), leave matrix products to BLAS (dot), or fold with Python's
@@ -219,10 +219,14 @@ def _source_name(value):
     return None
 
 
+# NumPy function -> (its stand-in, does each call need an axis for the swap)
+_STAND_INS = {np.sum: (sum_with_axis, True), np.matmul: (matmul, False)}
+
+
 @register_pass(mutates_CFG=False, analysis_only=False)
 class SubstituteNumPyCalls(FunctionPass):
-    """`np.sum(a, axis=...)` -> `sum_with_axis(a, axis=...)` before type
-    inference (lowering/substitutes.py says why)."""
+    """`np.sum(a, axis=...)` -> `sum_with_axis(a, axis=...)` and `np.matmul`
+    -> `matmul` before type inference (lowering/substitutes.py says why)."""
 
     _name = "numba_mlir_gpu_substitute_numpy_calls"
 
@@ -240,29 +244,36 @@ class SubstituteNumPyCalls(FunctionPass):
         changed = False
         for block in func_ir.blocks.values():
             for stmt in block.body:
-                if not (isinstance(stmt, ir.Assign) and self._is_np_sum(func_ir, stmt.value)):
+                if not isinstance(stmt, ir.Assign):
                     continue
+                function = self._numpy_function(func_ir, stmt.value)
+                if function not in _STAND_INS:
+                    continue
+                stand_in, needs_axis = _STAND_INS[function]
                 through = calls.get(stmt.target.name, [])
                 used = sum(v.name == stmt.target.name for b in func_ir.blocks.values()
                            for s in b.body if not isinstance(s, ir.Del)
                            for v in s.list_vars())
-                # every use is a call with an axis (1 use is the definition itself)
-                if through and used == len(through) + 1 and all(
+                # every use is a call (1 use is the definition itself), with an axis if asked
+                if through and used == len(through) + 1 and (not needs_axis or all(
                         len(c.args) >= 2 or any(k == "axis" for k, _ in c.kws)
-                        for c in through):
-                    stmt.value = ir.Global("sum_with_axis", sum_with_axis, stmt.loc)
+                        for c in through)):
+                    stmt.value = ir.Global(stand_in.__name__, stand_in, stmt.loc)
                     func_ir._definitions[stmt.target.name] = [stmt.value]
                     changed = True
         return changed
 
     @staticmethod
-    def _is_np_sum(func_ir, value) -> bool:
+    def _numpy_function(func_ir, value):
+        """The NumPy function `value` names (`np.f` or a global `f`), or None."""
         if isinstance(value, (ir.Global, ir.FreeVar)):
-            return value.value is np.sum
-        if isinstance(value, ir.Expr) and value.op == "getattr" and value.attr == "sum":
+            return value.value if any(value.value is f for f in _STAND_INS) else None
+        if isinstance(value, ir.Expr) and value.op == "getattr" and \
+                value.attr in ("sum", "matmul"):
             try:
                 module = func_ir.get_definition(value.value)
             except Exception:      # noqa: BLE001  (several or no definitions)
-                return False
-            return isinstance(module, (ir.Global, ir.FreeVar)) and module.value is np
-        return False
+                return None
+            if isinstance(module, (ir.Global, ir.FreeVar)) and module.value is np:
+                return getattr(np, value.attr)
+        return None

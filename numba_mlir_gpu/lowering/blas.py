@@ -1,8 +1,9 @@
 """Products in host code through BLAS. On the CPU as Numba computes np.dot:
 matrix, matrix-vector and vector products through Numba's `numba_xxgemm`,
 `numba_xxgemv` and `numba_xxdot` helpers, which call SciPy's BLAS
-(runtime/blas.py). On the GPU, matrix products through cuBLAS's gemm, on the
-stream our kernels use (runtime/cublas.py). Each engine resolves the symbols
+(runtime/blas.py). On the GPU, matrix products through cuBLAS's gemm (a
+batch of them through its strided-batched gemm), on the stream our kernels
+use (runtime/cublas.py). Each engine resolves the symbols
 by name, so cached code keeps working.
 
 BLAS is column-major. The result C (m x n) is allocated C-ordered, so BLAS
@@ -32,6 +33,9 @@ CPU_SYMBOLS = {GEMM_SYMBOL: "xxgemm", GEMV_SYMBOL: "xxgemv", DOT_SYMBOL: "xxdot"
 CUBLAS_HANDLE_SYMBOL = "nmg_cublas_handle"
 CUBLAS_GEMM_SYMBOLS = {"s": "cublasSgemm_v2", "d": "cublasDgemm_v2", "c": "cublasCgemm_v2",
                        "z": "cublasZgemm_v2"}
+CUBLAS_BATCHED_SYMBOLS = {kind: f"cublas{kind.upper()}gemmStridedBatched" for kind in "sdcz"}
+# every cuBLAS function generated code may call (the engine resolves them)
+CUBLAS_SYMBOLS = frozenset(CUBLAS_GEMM_SYMBOLS.values()) | frozenset(CUBLAS_BATCHED_SYMBOLS.values())
 _KIND = {types.float32: "s", types.float64: "d", types.complex64: "c", types.complex128: "z"}
 
 
@@ -48,8 +52,10 @@ def _char(c: str) -> ir.Value:
 
 
 class _Operand:
-    """A 2-d array as BLAS reads it: the address of its first element, its
-    leading dimension and whether its rows are contiguous."""
+    """A 2-d array, or the matrices of a 3-d one, as BLAS reads it: the
+    address of its first element, its leading dimension, whether its rows
+    are contiguous, and the distance between its matrices (0 for a 2-d
+    array or a batch of one, which every product of a batch then reads)."""
 
     def __init__(self, lw, array: ArrayValue):
         usable = arith.OrIOp(*(_layout(array.memref, rows) for rows in (True, False))).result
@@ -57,7 +63,24 @@ class _Operand:
         self.row_major = _layout(source, rows=True)
         meta = memref.ExtractStridedMetadataOp(source).results
         self.address = to_i64(element_address(source, meta[1], _itemsize(array.type.dtype)))
-        self.lead = to_i64(select(self.row_major, _lead(meta, rows=True), _lead(meta, rows=False)))
+        self.lead = to_i64(select(self.row_major, _lead(source, rows=True),
+                                  _lead(source, rows=False)))
+        self.batch_stride = to_i64(_batch_stride(meta, array.type.ndim))
+
+
+def _batch_stride(meta, ndim: int) -> ir.Value:
+    if ndim == 2:
+        return const_index(0)
+    extent, stride = meta[2], meta[2 + ndim]
+    return select(cmpi("sle", extent, const_index(1)), const_index(0), stride)
+
+
+def _matrix_axes(value: ir.Value) -> tuple[list, list]:
+    """The extents and strides of the last two axes of a 2-d or 3-d memref."""
+    meta = memref.ExtractStridedMetadataOp(value).results
+    ndim = ir.MemRefType(value.type).rank
+    sizes, strides = meta[2:2 + ndim], meta[2 + ndim:2 + 2 * ndim]
+    return list(sizes[-2:]), list(strides[-2:])
 
 
 def _as_is_or_copied(lw, array: ArrayValue, usable: ir.Value) -> ir.Value:
@@ -79,8 +102,7 @@ def _layout(value: ir.Value, rows: bool) -> ir.Value:
     after another at a positive distance of at least its length? An axis of
     extent 1 leaves its stride free (signed compares: a reversed view's
     negative stride is no leading dimension)."""
-    meta = memref.ExtractStridedMetadataOp(value).results
-    extents, strides = meta[2:4], meta[4:6]
+    extents, strides = _matrix_axes(value)
     inner, outer = (1, 0) if rows else (0, 1)
     one = const_index(1)
     unit = arith.OrIOp(cmpi("eq", strides[inner], one), cmpi("sle", extents[inner], one)).result
@@ -89,11 +111,11 @@ def _layout(value: ir.Value, rows: bool) -> ir.Value:
     return arith.AndIOp(unit, apart).result
 
 
-def _lead(meta, rows: bool) -> ir.Value:
+def _lead(value: ir.Value, rows: bool) -> ir.Value:
     """The leading dimension of a matrix whose rows (`rows`) or columns are
     contiguous: the distance between them, or the line's length where there
     is one line."""
-    extents, strides = meta[2:4], meta[4:6]
+    extents, strides = _matrix_axes(value)
     inner, outer = (1, 0) if rows else (0, 1)
     one = const_index(1)
     return select(cmpi("sle", extents[outer], one), arith.MaxSIOp(extents[inner], one).result,
@@ -154,24 +176,97 @@ def _blas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -
 
 def _cublas_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc) -> ir.Value:
     """cublas<kind>gemm_v2 on this process's handle (host pointers for alpha
-    and beta, 32-bit sizes; CUBLAS_OP_N = 0, CUBLAS_OP_T = 1)."""
+    and beta, 32-bit sizes)."""
     i64, i32 = _i(64), _i(32)
-    module = lw.mlower.module
-    handle = func.CallOp([i64], declare_function(module, CUBLAS_HANDLE_SYMBOL, [], [i64]),
-                         []).result
-    symbol = declare_function(module, CUBLAS_GEMM_SYMBOLS[kind],
+    symbol = declare_function(lw.mlower.module, CUBLAS_GEMM_SYMBOLS[kind],
                               [i64, i32, i32, i32, i32, i32, i64, i64, i32, i64, i32, i64,
                                i64, i32], [i32])
-
-    def op(plain):
-        return arith.ExtUIOp(i32, arith.XOrIOp(plain, arith.ConstantOp(
-            ir.IntegerType.get_signless(1), 1).result).result).result
-
-    def narrow(v):
-        return arith.TruncIOp(i32, to_i64(v)).result
     return func.CallOp([i32], symbol, [
-        handle, op(a_plain), op(b_plain), narrow(m), narrow(n), narrow(k), alpha, a.address,
-        narrow(a.lead), b.address, narrow(b.lead), beta, c, narrow(ldc)]).result
+        _cublas_handle(lw), _cublas_op(a_plain), _cublas_op(b_plain), _narrow(m), _narrow(n),
+        _narrow(k), alpha, a.address, _narrow(a.lead), b.address, _narrow(b.lead), beta, c,
+        _narrow(ldc)]).result
+
+
+def _cublas_handle(lw) -> ir.Value:
+    i64 = _i(64)
+    return func.CallOp([i64], declare_function(lw.mlower.module, CUBLAS_HANDLE_SYMBOL, [],
+                                               [i64]), []).result
+
+
+def _cublas_op(plain: ir.Value) -> ir.Value:
+    """CUBLAS_OP_N (0) for an operand read as it is, CUBLAS_OP_T (1) else."""
+    return arith.ExtUIOp(_i(32), arith.XOrIOp(plain, arith.ConstantOp(_i(1), 1).result)
+                         .result).result
+
+
+def _narrow(value: ir.Value) -> ir.Value:
+    return arith.TruncIOp(_i(32), to_i64(value)).result
+
+
+def batched_gemm(lw, a: ArrayValue, b: ArrayValue, batch: ir.Value, m: ir.Value,
+                 n: ir.Value, k: ir.Value, result_ty: types.Array) -> ArrayValue:
+    """A new C-ordered (batch x m x n) array: product p is a[p] @ b[p], an
+    operand of two dimensions (or a batch of one) serving every product.
+    One strided-batched cuBLAS call on the GPU; a gemm per product on the CPU."""
+    out = allocate(lw, result_ty, [batch, m, n])
+    x, y = _Operand(lw, a), _Operand(lw, b)
+    dtype = result_ty.dtype
+    alpha, beta = _scalars(lw, dtype)
+    ldc = arith.MaxUIOp(n, const_index(1)).result
+    c = to_i64(element_address(out.memref))
+    c_stride = to_i64(arith.MulIOp(m, n).result)
+    if lw.target.gpu:
+        status = _cublas_batched_call(lw, _KIND[dtype], y.row_major, x.row_major, n, m, k,
+                                      alpha, y, x, beta, c, ldc, c_stride, batch)
+    else:
+        status = _blas_batch_loop(lw, _KIND[dtype], x, y, n, m, k, alpha, beta, c, ldc,
+                                  c_stride, batch, _itemsize(dtype))
+    lw.errors.raise_if(lw, cmpi("ne", status, arith.ConstantOp(_i(32), 0).result),
+                       failure_status(lw))
+    return out
+
+
+def _blas_batch_loop(lw, kind, x, y, n, m, k, alpha, beta, c, ldc, c_stride, batch,
+                     itemsize) -> ir.Value:
+    """numba_xxgemm once per product, each operand moved on by its batch
+    stride; the first failure's status."""
+    loop = scf.ForOp(const_index(0), batch, const_index(1), [arith.ConstantOp(_i(32), 0).result])
+    with ir.InsertionPoint(loop.body):
+        p = to_i64(loop.induction_variable)
+        size = arith.ConstantOp(_i(64), itemsize).result
+
+        def moved(address, stride):
+            return arith.AddIOp(address, arith.MulIOp(arith.MulIOp(p, stride).result,
+                                                      size).result).result
+        status = _blas_call(lw, kind, y.row_major, x.row_major, n, m, k, alpha,
+                            _Moved(y, moved(y.address, y.batch_stride)),
+                            _Moved(x, moved(x.address, x.batch_stride)), beta,
+                            moved(c, c_stride), ldc)
+        previous = loop.inner_iter_args[0]
+        failed = cmpi("ne", previous, arith.ConstantOp(_i(32), 0).result)
+        scf.YieldOp([select(failed, previous, status)])
+    return loop.results[0]
+
+
+class _Moved:
+    """An operand's matrix at another address (one product of a batch)."""
+
+    def __init__(self, operand: _Operand, address: ir.Value):
+        self.address, self.lead = address, operand.lead
+
+
+def _cublas_batched_call(lw, kind, a_plain, b_plain, m, n, k, alpha, a, b, beta, c, ldc,
+                         c_stride, batch) -> ir.Value:
+    """cublas<kind>gemmStridedBatched (64-bit strides between the matrices)."""
+    i64, i32 = _i(64), _i(32)
+    symbol = declare_function(lw.mlower.module, CUBLAS_BATCHED_SYMBOLS[kind],
+                              [i64, i32, i32, i32, i32, i32, i64, i64, i32, i64, i64, i32,
+                               i64, i64, i64, i32, i64, i32], [i32])
+    return func.CallOp([i32], symbol, [
+        _cublas_handle(lw), _cublas_op(a_plain), _cublas_op(b_plain), _narrow(m), _narrow(n),
+        _narrow(k), alpha, a.address, _narrow(a.lead), a.batch_stride, b.address,
+        _narrow(b.lead), b.batch_stride, beta, c, _narrow(ldc), c_stride,
+        _narrow(batch)]).result
 
 
 # -- matrix-vector and vector-vector products on the CPU (Numba's gemv and dot) --

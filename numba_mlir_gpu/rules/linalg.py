@@ -1,7 +1,9 @@
-"""np.dot and `@` on 1-D and 2-D arrays. In host code, products of one BLAS
-type call BLAS (lowering/blas.py): matrix products on either target, matrix-
-vector and vector products on the CPU; the rest, and all products inside
-parallel bodies, are our own loops, which run as GPU kernels too.
+"""np.dot, np.matmul and `@`: on 1-D and 2-D arrays, and (np.matmul, `@`)
+batches of products with a 3-D operand. In host code, products of one BLAS
+type call BLAS (lowering/blas.py): matrix products and their batches on
+either target, matrix-vector and vector products on the CPU; the rest, and
+all products inside parallel bodies, are our own loops, which run as GPU
+kernels too.
 
 Each output element accumulates its products sequentially, in the element
 type and in index order; the outputs are computed in parallel. A vector dot
@@ -24,6 +26,7 @@ from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.registry import binop_rules, call_rules
+from ..lowering.substitutes import matmul
 from ..lowering.values import ArrayValue
 from ..parallel.folds import fold_box
 from ..parallel.reduction import Reduction
@@ -111,17 +114,62 @@ def _blas_operands(lw, a: ArrayValue, b: ArrayValue, dtype) -> bool:
             and blas.has_gemm(dtype))
 
 
+def _batched(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> ArrayValue:
+    """np.matmul / `@` with a 3-d operand: a batch of products, NumPy's
+    rules. A batch of one (or a 2-d operand) serves every product; a 1-d
+    operand is a vector (no rows, or no columns, in the result)."""
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    one = const_index(1)
+    a_batch = a_shape[0] if a.type.ndim == 3 else one
+    b_batch = b_shape[0] if b.type.ndim == 3 else one
+    lw.errors.raise_if(lw, arith.AndIOp(cmpi("ne", a_batch, b_batch), arith.AndIOp(
+        cmpi("ne", a_batch, one), cmpi("ne", b_batch, one)).result).result, lw.errors.code(
+            ValueError, ("matmul: the batch dimensions of the operands do not broadcast",)))
+    batch = select(cmpi("eq", a_batch, one), b_batch, a_batch)   # 1 stretches, even to 0
+    rows = [a_shape[-2]] if a.type.ndim >= 2 else []
+    cols = [b_shape[-1]] if b.type.ndim >= 2 else []
+    length = _common_length(lw, a_shape[-1], b_shape[-2] if b.type.ndim >= 2 else b_shape[0],
+                            "batched")
+    if rows and cols and _blas_operands(lw, a, b, result_ty.dtype) and lw.target.library_gemm():
+        return blas.batched_gemm(lw, a, b, batch, rows[0], cols[0], length, result_ty)
+    out = allocate(lw, result_ty, [batch] + rows + cols)
+    dtype = result_ty.dtype
+    adder = Reduction("dot", dtype, operator.add, 0)
+    zero = const_index(0)
+
+    def member(batch_extent, p):
+        """Product p's matrix of an operand with this batch extent."""
+        return [select(cmpi("eq", batch_extent, one), zero, p)]
+
+    def body(indices):
+        p, i, j = indices[0], indices[1:1 + len(rows)], indices[1 + len(rows):]
+        a_at = member(a_batch, p) if a.type.ndim == 3 else []
+        b_at = member(b_batch, p) if b.type.ndim == 3 else []
+        loop = scf.ForOp(const_index(0), length, const_index(1), [const(dtype, 0)])
+        with ir.InsertionPoint(loop.body):
+            k = loop.induction_variable
+            x = load_element(a, a_at + i + [k])
+            y = load_element(b, b_at + [k] + j)
+            scf.YieldOp([adder.combine(loop.inner_iter_args[0], _product(x, y, a, b, dtype))])
+        store_element(loop.results[0], out, indices)
+    parallel_for(lw, [batch] + rows + cols, body)
+    return out
+
+
 @binop_rules.register(operator.matmul)
 @call_rules.register(np.dot)
+@call_rules.register(matmul)
 def dot(lw, args, sig, expr):
     if len(args) != 2 or not all(isinstance(v, ArrayValue) for v in args):
         raise UnsupportedConstructError(
             f"np.dot/@ of {', '.join(str(t) for t in sig.args)} (two 1-D or 2-D arrays only)",
             expr.loc)
     a, b = args
+    result_ty = types.unliteral(sig.return_type)
+    if 3 in (a.type.ndim, b.type.ndim) and isinstance(result_ty, types.Array):
+        return _batched(lw, a, b, result_ty)
     if (a.type.ndim, b.type.ndim) not in _KINDS:
         raise UnsupportedConstructError(f"np.dot/@ of {a.type} and {b.type}", expr.loc)
-    result_ty = types.unliteral(sig.return_type)
     if isinstance(result_ty, types.Array):
         return _contract(lw, a, b, result_ty)
     return _vector_dot(lw, a, b, result_ty)
