@@ -8,8 +8,9 @@ import pytest
 from numba import prange
 
 import numba_mlir_gpu
+from benchmarks.cases import matmul as flat_matmul     # one prange over n * m
 from benchmarks.cases import matmul_loops_f32 as matmul_f32
-# a Python-float (float64) accumulator: over float32 arrays, runs as written
+# a Python-float (float64) accumulator: over float32 arrays, a widened gemm
 from benchmarks.cases import matmul_loops_f64 as matmul_f32_wide_sum
 from numba_mlir_gpu.lowering.blas import CUBLAS_GEMM_SYMBOLS, GEMM_SYMBOL
 
@@ -23,6 +24,36 @@ def matmul_f64(A, B, C):
             for k in range(A.shape[1]):
                 acc = acc + B[k, j] * A[i, k]
             C[i, j] = acc
+
+
+def nested_matmul(A, B, C):
+    for i in prange(A.shape[0]):
+        for j in prange(B.shape[1]):
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+def flat_matmul_with_a_copy(A, B, C):
+    m = B.shape[1]
+    for t in prange(A.shape[0] * m):
+        i, j = t // m, t % m
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[i, k] * B[k, j]
+        C[i, j] = acc
+
+
+def flat_matmul_of_a_given_length(A, B, C, length):
+    m = B.shape[1]
+    for t in prange(length):
+        i = t // m
+        j = t % m
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[i, k] * B[k, j]
+        C[i, j] = acc
 
 
 def matmul_plus_one(A, B, C):          # not only the contraction: runs as written
@@ -55,7 +86,10 @@ def _operands(rng, n, p, m, dtype):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn, dtype, shape", [
     (matmul_f64, np.float64, (37, 19, 23)), (matmul_f64, np.float64, (128, 64, 96)),
-    (matmul_f32, np.float32, (33, 65, 17)), (matmul_f32, np.float32, (1, 5, 1))])
+    (matmul_f32, np.float32, (33, 65, 17)), (matmul_f32, np.float32, (1, 5, 1)),
+    (matmul_f32_wide_sum, np.float32, (29, 41, 13)), (nested_matmul, np.float64, (21, 34, 9)),
+    (nested_matmul, np.float32, (21, 34, 9)), (flat_matmul, np.float32, (19, 23, 31)),
+    (flat_matmul_with_a_copy, np.float64, (7, 130, 5))])
 def test_products_run_through_blas_and_agree(fn, dtype, shape, target):
     rng = np.random.default_rng(sum(shape))
     f, ours, reference = _run(fn, target, *_operands(rng, *shape, dtype))
@@ -124,10 +158,21 @@ def test_a_column_major_output_runs_as_written(target):
     np.testing.assert_allclose(ours, reference, rtol=1e-12)
 
 
-@pytest.mark.parametrize("fn", [matmul_f32_wide_sum, matmul_plus_one])
-def test_other_loops_are_not_products(fn):
+def test_other_loops_are_not_products():
     rng = np.random.default_rng(8)
-    dtype = np.float32 if fn is matmul_f32_wide_sum else np.float64
-    f, ours, reference = _run(fn, "cpu", *_operands(rng, 12, 8, 6, dtype))
+    f, ours, reference = _run(matmul_plus_one, "cpu", *_operands(rng, 12, 8, 6, np.float64))
     assert not _calls_blas(f)
     np.testing.assert_allclose(ours, reference, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_flat_loop_of_partial_rows_runs_as_written(target):
+    """A flat loop whose length is no whole number of rows is no product of
+    whole matrices: the loop as written (its last row partly filled)."""
+    rng = np.random.default_rng(10)
+    A, B, C = _operands(rng, 6, 5, 4, np.float64)
+    for length in (4 * 6, 4 * 5 + 3):
+        ours, reference = C.copy(), C.copy()
+        numba_mlir_gpu.njit(target=target)(flat_matmul_of_a_given_length)(A, B, ours, length)
+        numba.njit(flat_matmul_of_a_given_length)(A, B, reference, length)
+        np.testing.assert_allclose(ours, reference, rtol=1e-12, atol=1e-12)

@@ -89,7 +89,8 @@ def lower_parfor(lw, parfor: Parfor) -> None:
     if lw.parallel_depth > 0:
         _lower_parfor(lw, parfor)
         return
-    product = matrix_product(lw, parfor) if lw.target.library_gemm() else None
+    product = matrix_product(lw, collapse_perfect_nest(lw, parfor)) \
+        if lw.target.library_gemm() else None
     if product is not None:     # BLAS where it holds at run time (contractions.py)
         lower_matrix_product(lw, product, lambda: _lower_top_level(lw, parfor))
         return
