@@ -102,7 +102,18 @@ def matmul_loops_f64(A, B, C):
             C[i, j] = acc
 
 
+def matmul_nested(A, B, C):
+    """The product with nested pranges over i and j."""
+    for i in prange(A.shape[0]):
+        for j in prange(B.shape[1]):
+            acc = np.float32(0.0)
+            for k in range(A.shape[1]):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
 def matmul(A, B, C):
+    """The product as one flat prange, a float64 accumulator over float32."""
     n, p = A.shape
     m = B.shape[1]
     for k in prange(n * m):
@@ -351,17 +362,33 @@ def _product_case(name, dtype, m, k, n):
                 notes="np.dot/@ in host code: cuBLAS gemm (SciPy's BLAS on the CPU)")
 
 
-def _loop_product_case(name, dtype, n):
+def _batched_product_case(name, dtype, batch, n):
+    """`A @ B` of two batches of n x n matrices (Numba compiles no batches:
+    its column is an error), against cupy.matmul (a strided-batched gemm)."""
+    def make(rng, size):
+        return _f(rng, (batch, size, size), dtype), _f(rng, (batch, size, size), dtype)
+    return Case(name, matrix_product, make,
+                work=("flops", lambda args: 2 * args[0].shape[0] * args[0].shape[1] ** 3),
+                numpy=lambda a, b: a @ b, cupy=lambda cp, k, args: cp.matmul(args[0], args[1]),
+                cupy_label="cupy.matmul (cuBLAS)", gpu_size=n, tiny_size=8,
+                tol=1e-5 if dtype == np.float32 else 1e-12,
+                notes=f"{batch} products: one strided-batched cuBLAS gemm (a BLAS gemm each "
+                      "on the CPU)")
+
+
+def _loop_product_case(name, dtype, n, fn=None):
     def make(rng, size):
         return (_f(rng, (size, size), dtype), _f(rng, (size, size), dtype),
                 np.full((size, size), np.nan, dtype))
-    fn = matmul_loops_f32 if dtype == np.float32 else matmul_loops_f64
+    fn = fn or (matmul_loops_f32 if dtype == np.float32 else matmul_loops_f64)
     return Case(name, fn, make, outputs=(2,),
                 work=("flops", lambda args: 2 * args[0].shape[0] ** 3), numpy=np_matmul,
                 cupy=lambda cp, k, args: cp.matmul(args[0], args[1], out=args[2]),
                 cupy_label="cupy.matmul (cuBLAS)", gpu_size=n, tiny_size=16,
                 tol=1e-5 if dtype == np.float32 else 1e-12,
-                notes="prange over i, range over j, acc over k: a matrix product (cuBLAS)")
+                notes=("prange over i and j" if fn is matmul_nested else
+                       "prange over i, range over j")
+                + ", acc over k: a matrix product (cuBLAS)")
 
 
 def cases() -> list[Case]:
@@ -427,6 +454,9 @@ def cases() -> list[Case]:
         _loop_product_case("loops_matmul_f32_4096", np.float32, 4096),
         _loop_product_case("loops_matmul_f64_2048", np.float64, 2048),
         _loop_product_case("loops_matmul_f64_4096", np.float64, 4096),
+        _loop_product_case("nested_matmul_f32_2048", np.float32, 2048, matmul_nested),
+        _batched_product_case("batched_matmul_f32", np.float32, 64, 256),
+        _batched_product_case("batched_matmul_f64", np.float64, 64, 256),
         Case("row_softmax", row_softmax,
              lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
              outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
