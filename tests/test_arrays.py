@@ -259,3 +259,27 @@ def test_bug_array_builders_take_keyword_arguments(target):
     not there (an IndexError inside the lowering): keyword arguments now
     reach the rules in parameter order."""
     check(builders_with_keywords, np.arange(6.0), 4, target=target)
+
+
+def scaled_unless_too_big(a, limit):
+    b = a * 2.0
+    if b.size > limit:
+        raise ValueError("too big")
+    return b, a @ a.T
+
+
+def test_returned_arrays_are_not_copied():
+    """A function that can raise joins its normal and error returns; the
+    arrays it returns are handed over, not cloned (one copy of each result
+    per call, before deallocation.returned_arrays_selected)."""
+    fn = numba_mlir_gpu.njit(target="cpu")(scaled_unless_too_big)
+    a = np.arange(12.0).reshape(3, 4)
+    b, c = fn(a, 100)
+    np.testing.assert_array_equal(b, a * 2.0)
+    np.testing.assert_allclose(c, a @ a.T)
+    with pytest.raises(ValueError, match="too big"):
+        fn(a, 5)
+    lowered = numba_mlir_gpu.inspect_mlir(fn, stage="lowered")
+    entry = lowered[lowered.index("llvm.func @scaled_unless_too_big"):]
+    entry = entry[:entry.index("\n  }\n")]
+    assert "memcpy" not in entry

@@ -108,3 +108,68 @@ def _strided(ty: ir.Type) -> bool:
             return True
         expected *= extent
     return False
+
+
+def fresh_results_not_cloned(module: ir.Module) -> None:
+    """Drop the clone ownership-based deallocation puts before returning an
+    array it cannot prove the function owns, where the array is one the
+    function made.
+
+    lift-cf-to-scf joins a function's normal return and its error returns
+    (exceptions.py: a status and empty placeholders) into `scf.if` and
+    `scf.index_switch` ops, and the deallocation takes a value yielded from
+    outside a region as not owned by it: every returned array came back
+    copied, on each call. Where the value is, on every path, an allocation
+    of this function, a callee's result (owned by the caller) or poison
+    (the error paths'), the function owns it: it is returned as it is, and
+    the function's last dealloc retains it instead of its clone."""
+    for op in _ops(module, lambda op: op.name == "scf.if" and len(op.results) == 1):
+        value = _cloned_unless_owned(op)
+        if value is not None and _fresh(value):
+            op.results[0].replace_all_uses_with(value)
+            op.erase()
+
+
+def _ops(module: ir.Module, wanted) -> list:
+    found = []
+
+    def visit(op):
+        if wanted(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    return found
+
+
+def _cloned_unless_owned(op):
+    """v for `scf.if %owned { yield v } else { yield clone(v) }`, else None."""
+    then_ops = list(op.regions[0].blocks[0].operations)
+    if not len(op.regions[1].blocks):
+        return None
+    else_ops = list(op.regions[1].blocks[0].operations)
+    if len(then_ops) != 1 or len(else_ops) != 2 or else_ops[0].name != "bufferization.clone":
+        return None
+    value = then_ops[0].operands[0]
+    if else_ops[0].operands[0] != value or else_ops[1].operands[0] != else_ops[0].results[0]:
+        return None
+    return value
+
+
+def _fresh(value: ir.Value, depth: int = 0) -> bool:
+    """Is `value`, on every path, a new array of this function (or poison)?"""
+    if depth > 32 or not isinstance(value, ir.OpResult):
+        return False
+    op = value.owner
+    if op.name in ("memref.alloc", "func.call", "ub.poison"):
+        return True
+    if op.name == "memref.cast":
+        return _fresh(op.operands[0], depth + 1)
+    if op.name == "arith.select":
+        return all(_fresh(v, depth + 1) for v in op.operands[1:])
+    if op.name in ("scf.if", "scf.index_switch"):
+        index = value.result_number
+        return all(len(region.blocks) and _fresh(
+            list(region.blocks[0].operations)[-1].operands[index], depth + 1)
+            for region in op.regions)
+    return False
+

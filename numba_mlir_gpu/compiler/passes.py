@@ -20,7 +20,8 @@ from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges
-from .deallocation import copies_of_views_as_loops, lower_general_deallocs
+from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
+                           lower_general_deallocs)
 from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
@@ -30,13 +31,15 @@ from .toolkit import find_toolkit
 # array that is not returned (returned arrays are owned by the caller). This
 # is upstream's buffer-deallocation-pipeline, with the general dealloc case
 # lowered by deallocation.py. Ownership-based deallocation needs structured
-# loops, hence lift-cf-to-scf. The first cse removes dead code before the
+# loops, hence lift-cf-to-scf; the normal and error returns it joins would
+# have every returned array copied (deallocation.fresh_results_not_cloned). The first cse removes dead code before the
 # canonicalizer sees it: its rewriter asserts when it erases a dead loop whose
 # body is a multi-block region (a dead reduction in an inner loop with two
 # `continue`s, generated-program seed 1009692), cse's own erasure does not.
 _DEALLOCATION = [
     "builtin.module(func.func(mem2reg,cse,canonicalize,cse),lift-cf-to-scf,"
     "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
+    fresh_results_not_cloned,
     lower_general_deallocs,
 ]
 # convert-complex-to-standard: complex.add/eq/... on the parts in arith; left
