@@ -1,0 +1,18 @@
+"""NumPy-like universal functions compiled through our MLIR pipeline:
+`vectorize` (element-wise kernels) and `guvectorize` (kernels over core
+dimensions). See docs/user-guide.md, "Universal functions".
+
+    vectorize.py   UFunc (a Numba DUFunc typed and run by us), vectorize
+    gufunc.py      GUFunc, guvectorize
+    reduce.py      UFunc.reduce
+    loopgen.py     the generated loop nests each call runs (our njit)
+    signatures.py  compiled signatures and the choice among them
+    layouts.py     gufunc layout strings "(m,n),(n)->(m)"
+    operands.py    call arguments as the loops take them
+    templates.py   Numba typing inside compiled code, lowered by our lowering
+    options.py     Numba's options; `target` as in our njit
+"""
+from .gufunc import GUFunc, guvectorize
+from .vectorize import UFunc, vectorize
+
+__all__ = ["GUFunc", "UFunc", "guvectorize", "vectorize"]

@@ -1,0 +1,162 @@
+"""Python source of the loop nests that apply a kernel element by element.
+
+Each ufunc call runs one function compiled by our own `njit`, so it goes
+through the same MLIR pipeline as any user function (one fused kernel on the
+GPU, one parallel loop nest on the CPU). The functions are generated as
+source because their shape depends on the call: how many dimensions the
+result has, which operands are scalars, which broadcast. Nested `prange`
+loops are merged into one parallel loop nest by our lowering
+(parallel/collapse.py). Broadcasting is index arithmetic, `min(i, n - 1)`,
+which reads index 0 of a length-1 dimension: no broadcast views, no copies,
+and the same code for NumPy and device arrays.
+
+Element types come from the chosen loop (signatures.Loop): every operand is
+converted to its type explicitly (`_c0(x)`), so that the kernel call is
+typed with exactly that loop's types, whatever the arrays hold.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from numba import prange
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How an operand reaches the loop: a scalar (ndim None), or an array
+    of `ndim` loop dimensions (its last ones), `broadcast` if any of them
+    may be 1 where the loop's is not; `core` trailing core dimensions
+    (gufuncs); `as_array`: a gufunc's () operand passed as a 1-element array."""
+    ndim: Optional[int]
+    broadcast: bool = False
+    core: int = 0
+    as_array: bool = False
+
+
+def _indices(name: str, op: Operand, loop_ndim: int) -> list[str]:
+    """Index expressions of `name`'s loop dimensions in a loop over
+    i0..i{loop_ndim-1}."""
+    first = loop_ndim - op.ndim
+    return [f"min(i{first + d}, {name}.shape[{d}] - 1)" if op.broadcast else f"i{first + d}"
+            for d in range(op.ndim)]
+
+
+def _nest(lines: list[str], bound: str, loop_ndim: int) -> str:
+    """Open loop_ndim nested prange loops over `bound`'s first dimensions;
+    returns the body's indentation."""
+    indent = "    "
+    for d in range(loop_ndim):
+        lines.append(f"{indent}for i{d} in prange({bound}.shape[{d}]):")
+        indent += "    "
+    return indent
+
+
+def _compile(source: str, name: str, env: dict, njit_options: dict):
+    from ..api import njit
+    scope = {"np": np, "prange": prange, **env}
+    exec(compile(source, f"<numba_mlir_gpu.ufuncs {name}>", "exec"), scope)
+    fn = scope[name]
+    fn.__source__ = source      # for error reports and tests
+    return njit(**njit_options)(fn)
+
+
+def elementwise(ufunc, loop, operands: Sequence[Operand], loop_ndim: int, allocate: bool,
+                njit_options: dict):
+    """`out[i...] = ufunc(a0[i...], a1[i...], ...)`; with `allocate`, the
+    function takes the result's shape and returns a new array of the loop's
+    output type, else it takes `out` (any type: stores convert)."""
+    names = [f"a{k}" for k in range(len(operands))]
+    params = names + ["shape" if allocate else "out"]
+    lines = [f"def _elementwise({', '.join(params)}):"]
+    if allocate:
+        lines.append("    out = np.empty(shape, _odt)")
+    indent = _nest(lines, "out", loop_ndim)
+    args = []
+    for k, (name, op) in enumerate(zip(names, operands)):
+        value = name if op.ndim is None else f"{name}[{', '.join(_indices(name, op, loop_ndim))}]"
+        args.append(f"_c{k}({value})")
+    where = ", ".join(f"i{d}" for d in range(loop_ndim))
+    lines.append(f"{indent}out[{where}] = _uf({', '.join(args)})")
+    if allocate:
+        lines.append("    return out")
+    env = {"_uf": ufunc, "_odt": loop.output_dtypes[0].type,
+           **{f"_c{k}": t for k, t in enumerate(loop.inputs)}}
+    return _compile("\n".join(lines) + "\n", "_elementwise", env, njit_options)
+
+
+def reduce_last_axis(ufunc, loop, ndim: int, njit_options: dict):
+    """out[i...] = a[i..., 0] op a[i..., 1] op ... in order, over the last
+    axis of an `ndim`-dimensional `a` (ndim >= 2), for each of the others
+    in parallel."""
+    lead = ", ".join(f"i{d}" for d in range(ndim - 1))
+    lines = ["def _reduce(a, shape):",
+             "    out = np.empty(shape, _odt)",
+             f"    n = a.shape[{ndim - 1}]"]
+    indent = _nest(lines, "out", ndim - 1)
+    lines += [f"{indent}acc = _ct(a[{lead}, 0])",
+              f"{indent}for k in range(1, n):",
+              f"{indent}    acc = _ct(_uf(_c0(acc), _c1(a[{lead}, k])))",
+              f"{indent}out[{lead}] = acc",
+              "    return out"]
+    return _compile("\n".join(lines) + "\n", "_reduce", _reduce_env(ufunc, loop), njit_options)
+
+
+def reduce_chunks(ufunc, loop, njit_options: dict):
+    """out[j] = the in-order reduction of a[j*c : (j+1)*c], each chunk in
+    parallel: one level of the reduction of a 1-D array (the kernel is any
+    function, so the parallel-loop reductions of our lowering, which know
+    +, *, min and max, do not apply)."""
+    source = """\
+def _reduce_chunks(a, m, c):
+    out = np.empty(m, _odt)
+    n = a.shape[0]
+    for j in prange(m):
+        lo = j * c
+        hi = min(lo + c, n)
+        acc = _ct(a[lo])
+        for k in range(lo + 1, hi):
+            acc = _ct(_uf(_c0(acc), _c1(a[k])))
+        out[j] = acc
+    return out
+"""
+    return _compile(source, "_reduce_chunks", _reduce_env(ufunc, loop), njit_options)
+
+
+def _reduce_env(ufunc, loop) -> dict:
+    return {"_uf": ufunc, "_odt": loop.output_dtypes[0].type, "_ct": loop.outputs[0],
+            "_c0": loop.inputs[0], "_c1": loop.inputs[1]}
+
+
+def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
+                allocate: Optional[Sequence] = None, njit_options: Optional[dict] = None):
+    """kernel(a0[i..., :], ..., out0[i..., :], ...) for each loop index i
+    in parallel; the outputs (with the loop's and their core dimensions)
+    are the last operands. With `allocate` (the outputs' NumPy scalar
+    types), the function takes the outputs' shapes instead and returns the
+    new outputs. loop_ndim >= 1."""
+    nout = len(operands) - nin
+    names = [f"a{k}" for k in range(nin)] + [f"out{k}" for k in range(nout)]
+    params = names[:nin] + ([f"shape{k}" for k in range(nout)] if allocate else names[nin:])
+    lines = [f"def _gufunc({', '.join(params)}):"]
+    if allocate:
+        lines += [f"    out{k} = np.empty(shape{k}, _odt{k})" for k in range(nout)]
+    indent = _nest(lines, names[nin], loop_ndim)
+    args = []
+    for name, op in zip(names, operands):
+        if op.ndim is None:
+            args.append(name)
+            continue
+        index = _indices(name, op, loop_ndim)
+        if op.as_array:
+            # a () operand the kernel takes as a 1-element array
+            last = index.pop()
+            index.append(f"{last}:{last} + 1")
+        index += [":"] * op.core
+        args.append(f"{name}[{', '.join(index)}]" if index else name)
+    lines.append(f"{indent}_k({', '.join(args)})")
+    if allocate:
+        lines.append(f"    return {', '.join(names[nin:])}{',' if nout == 1 else ''}")
+    env = {"_k": kernel, **{f"_odt{k}": t for k, t in enumerate(allocate or ())}}
+    return _compile("\n".join(lines) + "\n", "_gufunc", env, njit_options or {})

@@ -1,0 +1,53 @@
+"""The Python side of a ufunc call: operands as the loops take them.
+
+NumPy arrays and device arrays (objects with `__cuda_array_interface__`
+and NumPy's array methods, such as CuPy's) are passed on as they are;
+numbers stay scalars (a loop argument, not a broadcast array); NumPy 0-d
+arrays become NumPy scalars; anything else goes through `np.asarray`.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..runtime.device_arrays import CudaArrayLike
+
+
+def is_device(value) -> bool:
+    return isinstance(value, CudaArrayLike)
+
+
+def is_array(value) -> bool:
+    return isinstance(value, np.ndarray) or is_device(value)
+
+
+def normalise(value):
+    """`value` as a loop operand: an array (ndim >= 1, or a device 0-d
+    array) or a scalar."""
+    if is_device(value):
+        return value
+    if isinstance(value, np.ndarray):
+        return value[()] if value.ndim == 0 else value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return value
+    array = np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"ufunc operands must be numbers or arrays, not {type(value).__name__}")
+    return array[()] if array.ndim == 0 else array
+
+
+def broadcast_shape(shapes: Sequence[tuple], what: str = "operands") -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"{what} could not be broadcast together with shapes "
+                         + " ".join(str(tuple(s)) for s in shapes)) from None
+
+
+def shape_of(value) -> tuple:
+    return tuple(value.shape) if is_array(value) else ()
+
+
+def c_contiguous(value) -> bool:
+    return bool(value.flags.c_contiguous)
