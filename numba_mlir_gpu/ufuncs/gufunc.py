@@ -148,13 +148,14 @@ class GUFunc:
                                        isinstance(ty, types.Array)))
         for dims in self.layout.outputs:
             ops.append(loopgen.Operand(ndim, False, len(dims), as_array=not dims))
-        fn = self._loop(tuple(ops), ndim, None if outs is not None else loop.output_dtypes)
+        fn = self._loop(tuple(ops), ndim, None if outs is not None else tuple(
+            (d.type, ndim + len(dims)) for d, dims in zip(loop.output_dtypes, self.layout.outputs)))
         if outs is not None:
             fn(*values, *outs_run)
             result = outs
         else:
-            made = fn(*values, *[run_shape[len(run_shape) - ndim:] + s[len(loop_shape):]
-                                 for s in out_shapes])
+            made = fn(*values, *loopgen.shape_arguments(
+                [n for s in out_shapes for n in run_shape + s[len(loop_shape):]]))
             result = tuple(_unpadded(m, s) for m, s in zip(made, out_shapes))
         return result[0] if self.nout == 1 else result
 
@@ -190,8 +191,7 @@ class GUFunc:
         fn = self._compiled.get(key)
         if fn is None:
             fn = self._compiled[key] = loopgen.gufunc_loop(
-                self._kernel, ops, self.nin, ndim,
-                None if allocate is None else tuple(d.type for d in allocate), self._njit)
+                self._kernel, ops, self.nin, ndim, allocate, self._njit)
         return fn
 
     def __repr__(self) -> str:

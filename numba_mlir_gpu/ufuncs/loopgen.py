@@ -53,6 +53,19 @@ def _nest(lines: list[str], bound: str, loop_ndim: int) -> str:
     return indent
 
 
+def _shape(prefix: str, ndim: int) -> tuple[list[str], str]:
+    """Parameters n0, n1, ... of a shape and the tuple they make. Sizes are
+    passed as NumPy integers, one by one: our dispatcher's shortcut for
+    device arrays (frontend/dispatch.py) takes numbers, not tuples."""
+    names = [f"{prefix}{d}" for d in range(ndim)]
+    return names, "(" + "".join(f"{n}, " for n in names) + ")"
+
+
+def shape_arguments(shape) -> list:
+    """A shape as the generated functions take it."""
+    return [np.int64(s) for s in shape]
+
+
 def _compile(source: str, name: str, env: dict, njit_options: dict):
     from ..api import njit
     scope = {"np": np, "prange": prange, **env}
@@ -68,10 +81,11 @@ def elementwise(ufunc, loop, operands: Sequence[Operand], loop_ndim: int, alloca
     function takes the result's shape and returns a new array of the loop's
     output type, else it takes `out` (any type: stores convert)."""
     names = [f"a{k}" for k in range(len(operands))]
-    params = names + ["shape" if allocate else "out"]
+    sizes, shape = _shape("n", loop_ndim)
+    params = names + (sizes if allocate else ["out"])
     lines = [f"def _elementwise({', '.join(params)}):"]
     if allocate:
-        lines.append("    out = np.empty(shape, _odt)")
+        lines.append(f"    out = np.empty({shape}, _odt)")
     indent = _nest(lines, "out", loop_ndim)
     args = []
     for k, (name, op) in enumerate(zip(names, operands)):
@@ -91,12 +105,13 @@ def reduce_last_axis(ufunc, loop, ndim: int, njit_options: dict):
     axis of an `ndim`-dimensional `a` (ndim >= 2), for each of the others
     in parallel."""
     lead = ", ".join(f"i{d}" for d in range(ndim - 1))
-    lines = ["def _reduce(a, shape):",
-             "    out = np.empty(shape, _odt)",
-             f"    n = a.shape[{ndim - 1}]"]
+    sizes, shape = _shape("n", ndim - 1)
+    lines = [f"def _reduce(a, {', '.join(sizes)}):",
+             f"    out = np.empty({shape}, _odt)",
+             f"    length = a.shape[{ndim - 1}]"]
     indent = _nest(lines, "out", ndim - 1)
     lines += [f"{indent}acc = _ct(a[{lead}, 0])",
-              f"{indent}for k in range(1, n):",
+              f"{indent}for k in range(1, length):",
               f"{indent}    acc = _ct(_uf(_c0(acc), _c1(a[{lead}, k])))",
               f"{indent}out[{lead}] = acc",
               "    return out"]
@@ -138,10 +153,12 @@ def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
     new outputs. loop_ndim >= 1."""
     nout = len(operands) - nin
     names = [f"a{k}" for k in range(nin)] + [f"out{k}" for k in range(nout)]
-    params = names[:nin] + ([f"shape{k}" for k in range(nout)] if allocate else names[nin:])
+    shapes = [_shape(f"s{k}_", ndim) for k, (_, ndim) in enumerate(allocate or ())]
+    params = names[:nin] + ([n for sizes, _ in shapes for n in sizes] if allocate
+                            else names[nin:])
     lines = [f"def _gufunc({', '.join(params)}):"]
     if allocate:
-        lines += [f"    out{k} = np.empty(shape{k}, _odt{k})" for k in range(nout)]
+        lines += [f"    out{k} = np.empty({shape}, _odt{k})" for k, (_, shape) in enumerate(shapes)]
     indent = _nest(lines, names[nin], loop_ndim)
     args = []
     for name, op in zip(names, operands):
@@ -158,5 +175,5 @@ def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
     lines.append(f"{indent}_k({', '.join(args)})")
     if allocate:
         lines.append(f"    return {', '.join(names[nin:])}{',' if nout == 1 else ''}")
-    env = {"_k": kernel, **{f"_odt{k}": t for k, t in enumerate(allocate or ())}}
+    env = {"_k": kernel, **{f"_odt{k}": t for k, (t, _) in enumerate(allocate or ())}}
     return _compile("\n".join(lines) + "\n", "_gufunc", env, njit_options or {})

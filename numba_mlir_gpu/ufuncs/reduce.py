@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba.np.ufunc import _internal
 
-from . import operands
+from . import loopgen, operands
 
 # Level sizes of a 1-D reduction: each parallel chunk reduces at least this
 # many elements, and a level has at most _MAX_CHUNKS chunks.
@@ -67,7 +67,8 @@ def reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims: bool = False, i
     else:
         perm = [d for d in range(line.ndim) if d != axis_kept] + [axis_kept]
         moved = line.transpose(perm)
-        result = ufunc._reduction_loop("axis", loop, line.ndim)(moved, rest)
+        result = ufunc._reduction_loop("axis", loop, line.ndim)(
+            moved, *loopgen.shape_arguments(rest))
     if initial is not None:
         result = ufunc(initial, result)
     if keepdims:
@@ -87,7 +88,7 @@ def _reduce_line(ufunc, loop, line):
         n = line.shape[0]
         size = max(_MIN_CHUNK, math.ceil(n / _MAX_CHUNKS))
         count = math.ceil(n / size)
-        line = chunks(line, count, size)
+        line = chunks(line, *loopgen.shape_arguments((count, size)))
         if count == 1:
             break
     return line[0] if isinstance(line, np.ndarray) else line.reshape(())

@@ -185,7 +185,7 @@ class UFunc(DUFunc):
         if target is not None:
             fn(*values, target)
             return out
-        result = fn(*values, loop_shape)
+        result = fn(*values, *loopgen.shape_arguments(loop_shape))
         if len(shape) == 0:
             return result[0] if isinstance(result, np.ndarray) else result.reshape(())
         return result.reshape(shape) if loop_shape != shape else result
