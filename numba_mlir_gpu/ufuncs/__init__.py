@@ -9,7 +9,7 @@ dimensions). See docs/user-guide.md, "Universal functions".
     signatures.py  compiled signatures and the choice among them
     layouts.py     gufunc layout strings "(m,n),(n)->(m)"
     operands.py    call arguments as the loops take them
-    templates.py   Numba typing inside compiled code, lowered by our lowering
+    templates.py   typing of UFunc calls inside compiled code, lowered by our lowering
     options.py     Numba's options; `target` as in our njit
 """
 from .gufunc import GUFunc, guvectorize

@@ -4,35 +4,32 @@ The kernel takes each operand's core part (`(n)`: a 1-D view, `()`: a
 scalar input, or a 1-element array for outputs) and writes its outputs, as
 with Numba's guvectorize. A call runs one loop over the loop dimensions
 (the inputs' leading dimensions, broadcast together) compiled by our njit
-(loopgen.gufunc_loop); the kernel is lowered into that loop's body, one GPU
-kernel or parallel CPU loop nest for the whole call.
+(loopgen.gufunc_loop); the kernel's body is inlined into that loop's body,
+one GPU kernel or parallel CPU loop nest for the whole call.
 """
 from __future__ import annotations
 
 import functools
 from typing import Callable, Optional, Sequence
 
+import numba
 import numpy as np
 from numba.core import types
 from numba.core.extending import is_jitted
-from numba.core.typing.templates import signature
 
-from . import layouts, loopgen, operands, signatures, templates
+from . import layouts, loopgen, operands, signatures
 from .options import njit_options
 from .signatures import Loop
 
 
-class _Kernel:
-    """The kernel as the generated loops call it: typed as returning
-    nothing, lowered as a call of its Python function (templates.py)."""
-
-    def __init__(self, py_func: Callable):
-        self.py_func = py_func
-        templates.install(self, py_func.__name__, self._type, lambda args: py_func)
-
-    @staticmethod
-    def _type(args, kws):
-        return None if kws else signature(types.none, *args)
+def _inlined(py_func: Callable):
+    """The kernel as the generated loop calls it: a Numba dispatcher with
+    inline="always", so that Numba's untyped passes put its body into the
+    loop's body (it is never compiled by itself). Its inner loops are then
+    loops of the prange body, which our GPU lowering runs with a block of
+    threads per loop iteration (design.md, "Structured kernels"); a call
+    would run them serially in one thread."""
+    return numba.njit(inline="always")(py_func)
 
 
 class GUFunc:
@@ -48,7 +45,7 @@ class GUFunc:
         self.layout = layouts.parse(layout)
         self.nin, self.nout = len(self.layout.inputs), len(self.layout.outputs)
         self._njit = njit_options("guvectorize", target, options)
-        self._kernel = _Kernel(py_func)
+        self._kernel = _inlined(py_func)
         self._loops: list[Loop] = []
         self._compiled: dict = {}
         self._eager = bool(sigs)
