@@ -48,6 +48,7 @@ class GUFunc:
         self._kernel = _inlined(py_func)
         self._loops: list[Loop] = []
         self._compiled: dict = {}
+        self._plans: dict = {}
         self._eager = bool(sigs)
         functools.update_wrapper(self, py_func)
         for sig in sigs:
@@ -118,8 +119,25 @@ class GUFunc:
         if len(args) != self.nin or (outs is not None and len(outs) != self.nout):
             raise TypeError(f"{self.__name__} takes {self.nin} inputs and {self.nout} outputs "
                             f"(layout {self.layout}), got {len(args)} inputs")
-        values = [operands.normalise(a) for a in args]
+        key = operands.call_key(args + (outs or ()), None)
+        key = key and (key, outs is None)
+        plan = self._plans.get(key) if key else None
+        if plan is None:
+            values = [operands.normalise(a) for a in args]
+            plan = self._plan(values, outs)
+            if key:
+                if len(self._plans) >= 256:
+                    self._plans.clear()
+                self._plans[key] = plan
+            args = values
+        return plan(args, outs)
+
+    def _plan(self, values: list, outs) -> "_Plan":
+        """How calls with operands like these run (kept per operand types,
+        shapes and strides: a repeated call skips the checks)."""
         loop = self._loop_for(values, [signatures.dtype_of(v) for v in values], outs)
+        converts = tuple(not operands.is_array(v) or v.ndim == 0 or v.dtype != d
+                         for v, d in zip(values, loop.input_dtypes))
         values = [_as_loop_type(v, t) for v, t in zip(values, loop.inputs)]
         shapes = [operands.shape_of(v) for v in values]
         sizes = layouts.core_sizes(self.__name__, self.layout, shapes)
@@ -129,10 +147,6 @@ class GUFunc:
         out_shapes = self._out_shapes(loop_shape, sizes, outs, loop)
         # no loop dimensions: one iteration over a leading axis of 1
         run_shape = loop_shape or (1,)
-        if outs is not None and not loop_shape:
-            outs_run = tuple(o.reshape((1,) + tuple(o.shape)) for o in outs)
-        else:
-            outs_run = outs
         ndim = len(run_shape)
         ops = []
         for v, dims, ty in zip(values, self.layout.inputs, loop.inputs):
@@ -147,14 +161,10 @@ class GUFunc:
             ops.append(loopgen.Operand(ndim, False, len(dims), as_array=not dims))
         fn = self._loop(tuple(ops), ndim, None if outs is not None else tuple(
             (d.type, ndim + len(dims)) for d, dims in zip(loop.output_dtypes, self.layout.outputs)))
-        if outs is not None:
-            fn(*values, *outs_run)
-            result = outs
-        else:
-            made = fn(*values, *loopgen.shape_arguments(
-                [n for s in out_shapes for n in run_shape + s[len(loop_shape):]]))
-            result = tuple(_unpadded(m, s) for m, s in zip(made, out_shapes))
-        return result[0] if self.nout == 1 else result
+        sizes_args = tuple(loopgen.shape_arguments(
+            [n for s in out_shapes for n in run_shape + s[len(loop_shape):]]))
+        return _Plan(fn, loop.inputs, converts, bool(loop_shape), tuple(out_shapes), sizes_args,
+                     self.nout)
 
     def _out_shapes(self, loop_shape: tuple, sizes: dict, outs, loop: Loop) -> list:
         shapes = []
@@ -193,6 +203,31 @@ class GUFunc:
 
     def __repr__(self) -> str:
         return f"<numba_mlir_gpu.GUFunc {self.__name__!r} {self.layout}>"
+
+
+class _Plan:
+    """One call shape of a GUFunc: its compiled loop, the conversions and
+    reshapes around it."""
+
+    def __init__(self, fn, types_: tuple, converts: tuple, has_loop_dims: bool,
+                 out_shapes: tuple, sizes: tuple, nout: int):
+        self.fn, self.types, self.converts = fn, types_, converts
+        self.has_loop_dims, self.out_shapes, self.sizes = has_loop_dims, out_shapes, sizes
+        self.nout = nout
+
+    def __call__(self, values, outs):
+        if any(self.converts):
+            values = [_as_loop_type(v, t) if c else v
+                      for v, t, c in zip(values, self.types, self.converts)]
+        if outs is not None:
+            # without loop dimensions, the outputs get a leading axis of 1
+            self.fn(*values, *(outs if self.has_loop_dims
+                               else [o.reshape((1,) + tuple(o.shape)) for o in outs]))
+            result = outs
+        else:
+            made = self.fn(*values, *self.sizes)
+            result = tuple(_unpadded(m, s) for m, s in zip(made, self.out_shapes))
+        return result[0] if self.nout == 1 else result
 
 
 def _unpadded(made, shape: tuple):

@@ -51,3 +51,25 @@ def shape_of(value) -> tuple:
 
 def c_contiguous(value) -> bool:
     return bool(value.flags.c_contiguous)
+
+
+# Scalars whose type alone fixes how a call treats them (Python ints are
+# not here: which integer loop they fit depends on their value)
+_KEYED_SCALARS = (float, complex, bool, np.generic)
+
+
+def call_key(values: Sequence, out) -> tuple | None:
+    """What a call's plan depends on (types, dtypes, shapes, strides), or
+    None for operands a call must look at each time (Python ints, lists,
+    0-d NumPy arrays)."""
+    key = []
+    for v in (*values, out):
+        if isinstance(v, np.ndarray) or is_device(v):
+            if v.ndim == 0 and not is_device(v):
+                return None
+            key.append((type(v), v.dtype, v.shape, v.strides))
+        elif v is None or isinstance(v, _KEYED_SCALARS):
+            key.append(type(v))
+        else:
+            return None
+    return tuple(key)

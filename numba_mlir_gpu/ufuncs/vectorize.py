@@ -38,6 +38,7 @@ class UFunc(DUFunc):
         self._py_func = py_func
         self._loops: list[Loop] = []
         self._compiled: dict = {}
+        self._plans: dict = {}
         self._njit = njit_options("vectorize", target, options)
         with ufuncbuilder._suppress_deprecation_warning_nopython_not_supplied():
             # DUFunc's base needs a ufunc-target dispatcher (for nin and the
@@ -155,16 +156,27 @@ class UFunc(DUFunc):
             if len(out) != 1:
                 raise TypeError(f"{self.__name__}: out must hold one array")
             (out,) = out
-        values = [operands.normalise(a) for a in args]
+        key = operands.call_key(args, out)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is None:
+            values = [operands.normalise(a) for a in args]
+            plan = self._plan(values, out)
+            if key is not None:
+                if len(self._plans) >= _PLANS:
+                    self._plans.clear()
+                self._plans[key] = plan
+            args = values
+        return plan(args, out)
+
+    def _plan(self, values: list, out) -> "_Plan":
+        """How calls with operands like these run: the loop, the compiled
+        function and the reshapes around it (kept per operand types, shapes
+        and strides, so that a repeated call skips the checks)."""
         loop = self._loop_for(values, [signatures.dtype_of(v) for v in values])
         shape = operands.broadcast_shape([operands.shape_of(v) for v in values])
         if out is not None:
             _check_out(self.__name__, out, shape, loop.output_dtypes[0])
-        return self._run(loop, values, shape, out)
-
-    def _run(self, loop: Loop, values: list, shape: tuple, out):
         arrays = [v for v in values if operands.is_array(v)]
-        target = out
         if len(shape) == 0:
             # one element: a 1-element loop (device 0-d arrays as length 1)
             loop_shape = (1,)
@@ -174,21 +186,18 @@ class UFunc(DUFunc):
             loop_shape = (int(np.prod(shape, dtype=np.int64)),)
         else:
             loop_shape = shape
-        if loop_shape != shape:
-            values = [v.reshape(loop_shape) if operands.is_array(v) else v
-                      for v in values]
-            target = None if out is None else out.reshape(loop_shape)
         ndim = len(loop_shape)
-        ops = tuple(loopgen.Operand(v.ndim, tuple(v.shape) != loop_shape[ndim - v.ndim:])
-                    if operands.is_array(v) else loopgen.Operand(None) for v in values)
-        fn = self._elementwise(loop, ops, ndim, allocate=target is None)
-        if target is not None:
-            fn(*values, target)
-            return out
-        result = fn(*values, *loopgen.shape_arguments(loop_shape))
-        if len(shape) == 0:
-            return result[0] if isinstance(result, np.ndarray) else result.reshape(())
-        return result.reshape(shape) if loop_shape != shape else result
+        ops = []
+        for v in values:
+            if operands.is_array(v):
+                v_ndim = ndim if loop_shape != shape else v.ndim
+                v_shape = loop_shape if loop_shape != shape else tuple(v.shape)
+                ops.append(loopgen.Operand(v_ndim, v_shape != loop_shape[ndim - v_ndim:]))
+            else:
+                ops.append(loopgen.Operand(None))
+        fn = self._elementwise(loop, tuple(ops), ndim, allocate=out is None)
+        return _Plan(fn, shape, loop_shape, tuple(op.ndim is not None for op in ops),
+                     tuple(loopgen.shape_arguments(loop_shape)))
 
     def _elementwise(self, loop, ops, ndim, allocate):
         key = ("elementwise", loop, ops, ndim, allocate)
@@ -217,6 +226,32 @@ class UFunc(DUFunc):
 
     def _reduce_states(self):
         raise TypeError("numba_mlir_gpu ufuncs cannot be pickled")
+
+
+# Plans kept per ufunc (the oldest go all at once past this many)
+_PLANS = 256
+
+
+class _Plan:
+    """One call shape of a UFunc: its compiled loop and the reshapes
+    around it."""
+
+    def __init__(self, fn, shape: tuple, loop_shape: tuple, arrays: tuple, sizes: tuple):
+        self.fn, self.shape, self.loop_shape = fn, shape, loop_shape
+        self.reshape = loop_shape != shape
+        self.arrays, self.sizes = arrays, sizes
+
+    def __call__(self, values, out):
+        if self.reshape:
+            values = [v.reshape(self.loop_shape) if is_array else v
+                      for v, is_array in zip(values, self.arrays)]
+        if out is not None:
+            self.fn(*values, out.reshape(self.loop_shape) if self.reshape else out)
+            return out
+        result = self.fn(*values, *self.sizes)
+        if not self.shape:
+            return result[0] if isinstance(result, np.ndarray) else result.reshape(())
+        return result.reshape(self.shape) if self.reshape else result
 
 
 def _check_out(name: str, out, shape: tuple, result: np.dtype) -> None:
