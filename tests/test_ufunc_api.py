@@ -256,6 +256,32 @@ def test_call_inside_njit_is_part_of_the_callers_loop(target):
     assert "llvm.call" not in text
 
 
+def _more_in_njit(target):
+    u = _ufuncs(target)
+    dot_, affine_ = u["dot"], u["affine"]
+
+    def fn(a, b, out):
+        rows = dot_(a, b) * 2.0          # a gufunc over a's rows, then an array expression
+        whole = dot_(b, b)               # no loop dimensions: a number
+        affine_(a, b, out)               # a ufunc with an explicit output
+        return rows, whole, out.sum()
+    return numba_mlir_gpu.njit(target=target)(fn)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gufuncs_and_explicit_outputs_inside_njit(target):
+    fn = _more_in_njit(target)
+    a, b = np.arange(12.0).reshape(3, 4), np.linspace(1.0, 2.0, 4)
+    out = np.zeros((3, 4))
+    rows, whole, total = fn(a, b, out)
+    _same(rows, 2.0 * (a @ b))
+    assert whole == b @ b
+    _same(out, a * b + 1)
+    assert total == (a * b + 1).sum()
+    text = inspect_mlir(fn)
+    assert "llvm.call" not in text and text.count("scf.parallel") >= 2
+
+
 def test_options_and_targets_are_checked():
     with pytest.raises(ValueError, match="unknown target"):
         vectorize(target="tpu")(affine)

@@ -17,7 +17,7 @@ import numpy as np
 from numba.core import types
 from numba.core.extending import is_jitted
 
-from . import layouts, loopgen, operands, signatures
+from . import in_compiled_code, layouts, loopgen, operands, signatures, templates
 from .options import njit_options
 from .signatures import Loop
 
@@ -51,6 +51,7 @@ class GUFunc:
         self._plans: dict = {}
         self._eager = bool(sigs)
         functools.update_wrapper(self, py_func)
+        templates.install(self, py_func.__name__, *in_compiled_code.typing(self))
         for sig in sigs:
             self.add(sig)
 
@@ -86,11 +87,11 @@ class GUFunc:
             self._loops.append(loop)
         return loop
 
-    def _loop_for(self, values, dtypes, outs) -> Loop:
+    def _loop_for(self, values, dtypes, out_dtypes) -> Loop:
         loop = signatures.match(self._loops, values, dtypes)
         if loop is not None:
             return loop
-        if self._eager or outs is None:
+        if self._eager or out_dtypes is None:
             raise TypeError(
                 f"{self.__name__}: no matching signature for input types "
                 f"({', '.join(str(d) for d in dtypes)})"
@@ -103,8 +104,7 @@ class GUFunc:
                 return ty
             return types.Array(ty, max(len(dims), 1), "A")
         ins = [typed(d, dims, True) for d, dims in zip(dtypes, self.layout.inputs)]
-        outs_t = [typed(signatures.dtype_of(o), dims, False)
-                  for o, dims in zip(outs, self.layout.outputs)]
+        outs_t = [typed(d, dims, False) for d, dims in zip(out_dtypes, self.layout.outputs)]
         return self.add(tuple(ins + outs_t))
 
     def __call__(self, *args, out=None, **kws):
@@ -135,7 +135,8 @@ class GUFunc:
     def _plan(self, values: list, outs) -> "_Plan":
         """How calls with operands like these run (kept per operand types,
         shapes and strides: a repeated call skips the checks)."""
-        loop = self._loop_for(values, [signatures.dtype_of(v) for v in values], outs)
+        loop = self._loop_for(values, [signatures.dtype_of(v) for v in values],
+                              None if outs is None else [signatures.dtype_of(o) for o in outs])
         converts = tuple(not operands.is_array(v) or v.ndim == 0 or v.dtype != d
                          for v, d in zip(values, loop.input_dtypes))
         values = [_as_loop_type(v, t) for v, t in zip(values, loop.inputs)]

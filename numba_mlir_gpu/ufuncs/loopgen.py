@@ -66,20 +66,23 @@ def shape_arguments(shape) -> list:
     return [np.int64(s) for s in shape]
 
 
-def _compile(source: str, name: str, env: dict, njit_options: dict):
+def _compile(source: str, name: str, env: dict, njit_options: Optional[dict]):
     from ..api import njit
     scope = {"np": np, "prange": prange, **env}
     exec(compile(source, f"<numba_mlir_gpu.ufuncs {name}>", "exec"), scope)
     fn = scope[name]
     fn.__source__ = source      # for error reports and tests
-    return njit(**njit_options)(fn)
+    # without options: the plain function, for our lowering to compile into
+    # a caller (a call inside compiled code)
+    return fn if njit_options is None else njit(**njit_options)(fn)
 
 
 def elementwise(ufunc, loop, operands: Sequence[Operand], loop_ndim: int, allocate: bool,
-                njit_options: dict):
+                njit_options: Optional[dict]):
     """`out[i...] = ufunc(a0[i...], a1[i...], ...)`; with `allocate`, the
     function takes the result's shape and returns a new array of the loop's
-    output type, else it takes `out` (any type: stores convert)."""
+    output type, else it takes `out` (any type: stores convert) and returns
+    it (as a ufunc called with out= in compiled code does)."""
     names = [f"a{k}" for k in range(len(operands))]
     sizes, shape = _shape("n", loop_ndim)
     params = names + (sizes if allocate else ["out"])
@@ -93,8 +96,7 @@ def elementwise(ufunc, loop, operands: Sequence[Operand], loop_ndim: int, alloca
         args.append(f"_c{k}({value})")
     where = ", ".join(f"i{d}" for d in range(loop_ndim))
     lines.append(f"{indent}out[{where}] = _uf({', '.join(args)})")
-    if allocate:
-        lines.append("    return out")
+    lines.append("    return out")
     env = {"_uf": ufunc, "_odt": loop.output_dtypes[0].type,
            **{f"_c{k}": t for k, t in enumerate(loop.inputs)}}
     return _compile("\n".join(lines) + "\n", "_elementwise", env, njit_options)
@@ -144,6 +146,24 @@ def _reduce_env(ufunc, loop) -> dict:
             "_c0": loop.inputs[0], "_c1": loop.inputs[1]}
 
 
+def _kernel_arguments(names: Sequence[str], operands: Sequence[Operand],
+                      loop_ndim: int) -> list[str]:
+    """The kernel's arguments at loop index i0..: each operand's core part."""
+    args = []
+    for name, op in zip(names, operands):
+        if op.ndim is None:
+            args.append(name)
+            continue
+        index = _indices(name, op, loop_ndim)
+        if op.as_array:
+            # a () operand the kernel takes as a 1-element array
+            last = index.pop()
+            index.append(f"{last}:{last} + 1")
+        index += [":"] * op.core
+        args.append(f"{name}[{', '.join(index)}]" if index else name)
+    return args
+
+
 def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
                 allocate: Optional[Sequence] = None, njit_options: Optional[dict] = None):
     """kernel(a0[i..., :], ..., out0[i..., :], ...) for each loop index i
@@ -160,20 +180,55 @@ def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
     if allocate:
         lines += [f"    out{k} = np.empty({shape}, _odt{k})" for k, (_, shape) in enumerate(shapes)]
     indent = _nest(lines, names[nin], loop_ndim)
-    args = []
-    for name, op in zip(names, operands):
-        if op.ndim is None:
-            args.append(name)
-            continue
-        index = _indices(name, op, loop_ndim)
-        if op.as_array:
-            # a () operand the kernel takes as a 1-element array
-            last = index.pop()
-            index.append(f"{last}:{last} + 1")
-        index += [":"] * op.core
-        args.append(f"{name}[{', '.join(index)}]" if index else name)
+    args = _kernel_arguments(names, operands, loop_ndim)
     lines.append(f"{indent}_k({', '.join(args)})")
     if allocate:
         lines.append(f"    return {', '.join(names[nin:])}{',' if nout == 1 else ''}")
     env = {"_k": kernel, **{f"_odt{k}": t for k, (t, _) in enumerate(allocate or ())}}
     return _compile("\n".join(lines) + "\n", "_gufunc", env, njit_options or {})
+
+
+def gufunc_in_compiled_code(kernel, inputs: Sequence[Operand], out_core: Sequence[tuple],
+                            core_sources: dict, out_dtypes: Optional[Sequence]):
+    """The Python function a gufunc call inside one of our compiled
+    functions is lowered as (not compiled by itself: our lowering compiles
+    it into the caller's module). Its loop dimensions are the inputs'
+    broadcast (the largest size of each: sizes are not checked there);
+    `core_sources`: output core dimension -> (input, axis) giving its size.
+    With `out_dtypes` it makes and returns the outputs, else it takes them."""
+    nin, nout = len(inputs), len(out_core)
+    loop_ndim = max([op.ndim for op in inputs if op.ndim is not None] + [0])
+    names = [f"a{k}" for k in range(nin)] + [f"out{k}" for k in range(nout)]
+    params = names[:nin] if out_dtypes is not None else names
+    lines = [f"def _gufunc_call({', '.join(params)}):"]
+    sizes = []
+    for d in range(loop_ndim):
+        each = [f"a{k}.shape[{d - (loop_ndim - op.ndim)}]" for k, op in enumerate(inputs)
+                if op.ndim is not None and d >= loop_ndim - op.ndim]
+        sizes.append(each[0] if len(each) == 1 else f"max({', '.join(each)})")
+    run = sizes or ["1"]           # no loop dimensions: one iteration
+    if out_dtypes is not None:
+        for k, dims in enumerate(out_core):
+            core = [f"a{core_sources[d][0]}.shape[{core_sources[d][1]}]" for d in dims]
+            lines.append(f"    out{k} = np.empty(({''.join(f'{n}, ' for n in run + core)}), "
+                         f"_odt{k})")
+    # (without loop dimensions, the outputs are made with a leading axis of 1)
+    ops = list(inputs) + [Operand(loop_ndim or 1, False, len(dims), as_array=not dims)
+                          for dims in out_core]
+    indent = "    "
+    for d, size in enumerate(run):
+        lines.append(f"{indent}for i{d} in prange({size}):")
+        indent += "    "
+    lines.append(f"{indent}_k({', '.join(_kernel_arguments(names, ops, len(run)))})")
+    if out_dtypes is not None:
+        results = [f"out{k}[0]" if loop_ndim == 0 and not dims else
+                   (f"out{k}[0, {', '.join([':'] * len(dims))}]" if loop_ndim == 0 else f"out{k}")
+                   for k, dims in enumerate(out_core)]
+        lines.append(f"    return {', '.join(results)}")
+    env = {"np": np, "prange": prange, "_k": kernel,
+           **{f"_odt{k}": t for k, t in enumerate(out_dtypes or ())}}
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<numba_mlir_gpu.ufuncs _gufunc_call>", "exec"), env)
+    fn = env["_gufunc_call"]
+    fn.__source__ = source
+    return fn

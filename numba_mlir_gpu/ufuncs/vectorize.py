@@ -138,9 +138,23 @@ class UFunc(DUFunc):
         return signature(types.Array(loop.outputs[0], ndims, layout), *argtys)
 
     def _implementation(self, argtys: tuple):
+        """The kernel for a call on scalars; for one on arrays that Numba's
+        array-expression rewrite left as a call (an explicit output), a loop
+        into the output, lowered into the caller (sizes are not checked
+        there: an input's length-1 dimensions broadcast)."""
         if all(isinstance(t, (types.Number, types.Boolean)) for t in argtys):
             return self._py_func
-        return None
+        if len(argtys) != self.nin + 1 or not isinstance(argtys[-1], types.Array):
+            return None
+        out_ty = argtys[-1]
+        ewise = [t.dtype if isinstance(t, types.Array) else t for t in argtys[:self.nin]]
+        loop = self._loop_for([None] * self.nin, [np.dtype(signatures.as_dtype(t))
+                                                  for t in ewise])
+        ops = tuple(loopgen.Operand(t.ndim, True) if isinstance(t, types.Array)
+                    else loopgen.Operand(None) for t in argtys[:self.nin])
+        if any(op.ndim is not None and op.ndim > out_ty.ndim for op in ops) or out_ty.ndim == 0:
+            return None
+        return loopgen.elementwise(self, loop, ops, out_ty.ndim, False, None)
 
     # -- calls from Python ---------------------------------------------------
 
