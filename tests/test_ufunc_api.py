@@ -163,6 +163,8 @@ def test_lazy_compilation_adds_a_loop_per_input_types():
     i = np.arange(5)
     _same(f(i, i), reference(i, i))
     assert f.types == reference.types == ["ff->d", "ll->l"]
+    b = np.array([True, False])            # a loop it casts to first, as Numba (NumPy)
+    _same(f(b, b), reference(b, b))
     g = vectorize(affine, target="cpu")        # bare decorator form
     assert isinstance(g, numba_mlir_gpu.UFunc) and g.types == []
 

@@ -11,7 +11,7 @@ which reads index 0 of a length-1 dimension: no broadcast views, no copies,
 and the same code for NumPy and device arrays.
 
 Element types come from the chosen loop (signatures.Loop): every operand is
-converted to its type explicitly (`_c0(x)`), so that the kernel call is
+converted to its type explicitly (`_c0(x)`, NumPy's scalar type), so that the kernel call is
 typed with exactly that loop's types, whatever the arrays hold.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ def elementwise(ufunc, loop, operands: Sequence[Operand], loop_ndim: int, alloca
     lines.append(f"{indent}out[{where}] = _uf({', '.join(args)})")
     lines.append("    return out")
     env = {"_uf": ufunc, "_odt": loop.output_dtypes[0].type,
-           **{f"_c{k}": t for k, t in enumerate(loop.inputs)}}
+           **{f"_c{k}": d.type for k, d in enumerate(loop.input_dtypes)}}
     return _compile("\n".join(lines) + "\n", "_elementwise", env, njit_options)
 
 
@@ -142,8 +142,8 @@ def _reduce_chunks(a, m, c):
 
 
 def _reduce_env(ufunc, loop) -> dict:
-    return {"_uf": ufunc, "_odt": loop.output_dtypes[0].type, "_ct": loop.outputs[0],
-            "_c0": loop.inputs[0], "_c1": loop.inputs[1]}
+    return {"_uf": ufunc, "_odt": loop.output_dtypes[0].type, "_ct": loop.output_dtypes[0].type,
+            "_c0": loop.input_dtypes[0].type, "_c1": loop.input_dtypes[1].type}
 
 
 def _kernel_arguments(names: Sequence[str], operands: Sequence[Operand],

@@ -3,7 +3,9 @@
 A `Loop` is one signature: the element types of the inputs and outputs.
 A call picks the first loop its inputs convert to, as NumPy picks among a
 ufunc's `types`: an exact match first, then the first loop every input casts
-to safely. Python numbers are "weak" (NEP 50): they take the kind of loop
+to safely. A ufunc compiled lazily (no signatures given) compiles a loop for
+the inputs' own types only when none of its loops fits so, as Numba's DUFunc
+(NumPy looks among its loops first). Python numbers are "weak" (NEP 50): they take the kind of loop
 they fit (an int fits any integer or float loop, a float any float loop).
 """
 from __future__ import annotations
