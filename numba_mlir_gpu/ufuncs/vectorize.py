@@ -39,6 +39,7 @@ class UFunc(DUFunc):
         self._loops: list[Loop] = []
         self._compiled: dict = {}
         self._plans: dict = {}
+        self._in_code: dict = {}        # argument types -> loop lowered into a caller
         self._njit = njit_options("vectorize", target, options)
         with ufuncbuilder._suppress_deprecation_warning_nopython_not_supplied():
             # DUFunc's base needs a ufunc-target dispatcher (for nin and the
@@ -124,7 +125,7 @@ class UFunc(DUFunc):
             raise errors.NumbaTypeError(f"{self.__name__}: keyword arguments in compiled code")
         base, explicit_outputs, ndims, layout = npydecl.Numpy_rules_ufunc._handle_inputs(
             self.ufunc, argtys, kwtys)
-        ewise = tuple(base[:self.nin])
+        ewise = tuple(types.unliteral(t) for t in base[:self.nin])
         try:
             loop = self._loop_for([None] * len(ewise),
                                   [np.dtype(signatures.as_dtype(t)) for t in ewise])
@@ -146,8 +147,15 @@ class UFunc(DUFunc):
             return self._py_func
         if len(argtys) != self.nin + 1 or not isinstance(argtys[-1], types.Array):
             return None
+        made = self._in_code.get(argtys)
+        if made is None:
+            made = self._in_code[argtys] = self._loop_into(argtys)
+        return made
+
+    def _loop_into(self, argtys: tuple):
         out_ty = argtys[-1]
-        ewise = [t.dtype if isinstance(t, types.Array) else t for t in argtys[:self.nin]]
+        ewise = [types.unliteral(t.dtype if isinstance(t, types.Array) else t)
+                 for t in argtys[:self.nin]]
         loop = self._loop_for([None] * self.nin, [np.dtype(signatures.as_dtype(t))
                                                   for t in ewise])
         ops = tuple(loopgen.Operand(t.ndim, True) if isinstance(t, types.Array)
