@@ -214,6 +214,31 @@ def test_gufunc_core_dimensions_and_loop_broadcasting(target):
     _same(out, m @ v[0, 0])
 
 
+def scale(a, s, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * s
+
+
+def extremes(a, lo, hi):
+    lo[0] = a[0]
+    hi[0] = a[0]
+    for i in range(a.shape[0]):
+        lo[0] = min(lo[0], a[i])
+        hi[0] = max(hi[0], a[i])
+
+
+def test_gufunc_scalar_inputs_and_several_outputs():
+    sigs = ["void(float64[:], float64, float64[:])"]
+    ours = guvectorize(sigs, "(n),()->(n)", target="cpu")(scale)
+    reference = numba.guvectorize(sigs, "(n),()->(n)")(scale)
+    a, s = np.arange(12.0).reshape(3, 4), np.array([1.0, 2.0, 3.0])
+    _same(ours(a, s), reference(a, s))               # () input: one number per row
+    lo, hi = guvectorize(["void(float64[:], float64[:], float64[:])"], "(n)->(),()",
+                         target="cpu")(extremes)(a[:, ::-1])
+    _same(lo, a.min(axis=1))
+    _same(hi, a.max(axis=1))
+
+
 def test_gufunc_errors():
     with pytest.raises(ValueError, match="core dimension 'n' is 4 .* 3"):
         U["dot"](np.ones(4), np.ones(3))
