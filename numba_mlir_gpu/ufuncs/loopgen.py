@@ -168,9 +168,9 @@ def gufunc_loop(kernel, operands: Sequence[Operand], nin: int, loop_ndim: int,
                 allocate: Optional[Sequence] = None, njit_options: Optional[dict] = None):
     """kernel(a0[i..., :], ..., out0[i..., :], ...) for each loop index i
     in parallel; the outputs (with the loop's and their core dimensions)
-    are the last operands. With `allocate` (the outputs' NumPy scalar
-    types), the function takes the outputs' shapes instead and returns the
-    new outputs. loop_ndim >= 1."""
+    are the last operands. With `allocate` ((NumPy scalar type, ndim) of
+    each output), the function takes the outputs' shapes instead and returns
+    the new outputs. loop_ndim >= 1."""
     nout = len(operands) - nin
     names = [f"a{k}" for k in range(nin)] + [f"out{k}" for k in range(nout)]
     shapes = [_shape(f"s{k}_", ndim) for k, (_, ndim) in enumerate(allocate or ())]
@@ -225,10 +225,5 @@ def gufunc_in_compiled_code(kernel, inputs: Sequence[Operand], out_core: Sequenc
                    (f"out{k}[0, {', '.join([':'] * len(dims))}]" if loop_ndim == 0 else f"out{k}")
                    for k, dims in enumerate(out_core)]
         lines.append(f"    return {', '.join(results)}")
-    env = {"np": np, "prange": prange, "_k": kernel,
-           **{f"_odt{k}": t for k, t in enumerate(out_dtypes or ())}}
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, "<numba_mlir_gpu.ufuncs _gufunc_call>", "exec"), env)
-    fn = env["_gufunc_call"]
-    fn.__source__ = source
-    return fn
+    env = {"_k": kernel, **{f"_odt{k}": t for k, t in enumerate(out_dtypes or ())}}
+    return _compile("\n".join(lines) + "\n", "_gufunc_call", env, None)
