@@ -53,23 +53,33 @@ def c_contiguous(value) -> bool:
     return bool(value.flags.c_contiguous)
 
 
-# Scalars whose type alone fixes how a call treats them (Python ints are
-# not here: which integer loop they fit depends on their value)
-_KEYED_SCALARS = (float, complex, bool, np.generic)
+# Classes a call key reads: arrays by (class, dtype, shape, strides),
+# scalars whose type alone fixes how a call treats them by class (Python
+# ints are not here: which integer loop they fit depends on their value).
+# Device array classes join the first are seen (the check is costly).
+_ARRAYS: set = {np.ndarray}
+_SCALARS: set = {float, complex, bool, type(None)}
 
 
 def call_key(values: Sequence, out) -> tuple | None:
     """What a call's plan depends on (types, dtypes, shapes, strides), or
     None for operands a call must look at each time (Python ints, lists,
-    0-d NumPy arrays)."""
+    0-d NumPy arrays). Runs on every call: kept cheap."""
     key = []
     for v in (*values, out):
-        if isinstance(v, np.ndarray) or is_device(v):
-            if v.ndim == 0 and not is_device(v):
+        cls = type(v)
+        if cls in _ARRAYS:
+            if cls is np.ndarray and not v.ndim:
                 return None
-            key.append((type(v), v.dtype, v.shape, v.strides))
-        elif v is None or isinstance(v, _KEYED_SCALARS):
-            key.append(type(v))
+            key.append((cls, v.dtype, v.shape, v.strides))
+        elif cls in _SCALARS:
+            key.append(cls)
+        elif isinstance(v, np.generic):
+            _SCALARS.add(cls)
+            key.append(cls)
+        elif is_device(v):
+            _ARRAYS.add(cls)
+            key.append((cls, v.dtype, v.shape, v.strides))
         else:
             return None
     return tuple(key)
