@@ -195,6 +195,8 @@ def test_reduce_multiply_maximum_minimum(target):
         u["max"].reduce(np.zeros(0))
     with pytest.raises(ValueError, match="binary"):
         vectorize(target="cpu")(lambda a: a).reduce(a)
+    with pytest.raises(NotImplementedError, match="accumulate"):
+        u["max"].accumulate(a)
 
 
 @pytest.mark.parametrize("target", TARGETS)

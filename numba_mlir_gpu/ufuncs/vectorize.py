@@ -243,6 +243,19 @@ class UFunc(DUFunc):
         """NumPy's `ufunc.reduce` for one axis or all (axis=None)."""
         return _reduce(self, array, axis, dtype, out, keepdims, initial)
 
+    def accumulate(self, *args, **kws):
+        raise NotImplementedError(f"{self.__name__}.accumulate: not provided (reduce is)")
+
+    def reduceat(self, *args, **kws):
+        raise NotImplementedError(f"{self.__name__}.reduceat: not provided (reduce is)")
+
+    def outer(self, *args, **kws):
+        raise NotImplementedError(f"{self.__name__}.outer: not provided (broadcast instead: "
+                                  "f(a[:, None], b))")
+
+    def at(self, *args, **kws):
+        raise NotImplementedError(f"{self.__name__}.at: not provided")
+
     def __repr__(self) -> str:
         return f"<numba_mlir_gpu.UFunc {self.__name__!r}>"
 
