@@ -4,6 +4,7 @@ dimensions). See docs/user-guide.md, "Universal functions".
 
     vectorize.py   UFunc (a Numba DUFunc typed and run by us), vectorize
     gufunc.py      GUFunc, guvectorize
+    in_compiled_code.py  a GUFunc called inside our compiled functions
     reduce.py      UFunc.reduce
     loopgen.py     the generated loop nests each call runs (our njit)
     signatures.py  compiled signatures and the choice among them
