@@ -141,6 +141,25 @@ def _reduce_chunks(a, m, c):
     return _compile(source, "_reduce_chunks", _reduce_env(ufunc, loop), njit_options)
 
 
+def reduce_strided(ufunc, loop, njit_options: dict):
+    """out[j] = a[j] op a[j + m] op a[j + 2m] ..., each j in parallel: one
+    level of the reduction of a 1-D array for a ufunc NumPy may reorder
+    (one with an identity): neighbouring iterations read neighbouring
+    elements (coalesced loads on the GPU)."""
+    source = """\
+def _reduce_strided(a, m):
+    out = np.empty(m, _odt)
+    n = a.shape[0]
+    for j in prange(m):
+        acc = _ct(a[j])
+        for k in range(j + m, n, m):
+            acc = _ct(_uf(_c0(acc), _c1(a[k])))
+        out[j] = acc
+    return out
+"""
+    return _compile(source, "_reduce_strided", _reduce_env(ufunc, loop), njit_options)
+
+
 def _reduce_env(ufunc, loop) -> dict:
     return {"_uf": ufunc, "_odt": loop.output_dtypes[0].type, "_ct": loop.output_dtypes[0].type,
             "_c0": loop.input_dtypes[0].type, "_c1": loop.input_dtypes[1].type}

@@ -4,7 +4,10 @@ Along an axis, one generated loop reduces each line in order, the lines in
 parallel (the axis is moved last with a transposed view, no copy). A whole
 1-D array is reduced in levels: a loop reduces chunks of it in parallel,
 in order within each chunk, into a shorter array, until one value is left
-(a handful of launches). The kernel is any associative function, so the
+(a handful of launches); for a ufunc with an identity, which NumPy treats as
+reorderable (commutative too), a chunk takes every m-th element instead, so
+that neighbouring GPU threads load neighbouring elements. The kernel is any
+associative function, so the
 parallel-loop reductions of our lowering (which know +, *, min and max) do
 not apply. `initial` is combined with the result by one more call of the
 ufunc (`initial op (a0 op a1 ...)`, equal by associativity).
@@ -82,16 +85,16 @@ def reduce(ufunc, array, axis=0, dtype=None, out=None, keepdims: bool = False, i
 
 def _reduce_line(ufunc, loop, line):
     """The reduction of a 1-D array, in levels of parallel chunks; a NumPy
-    scalar (a 0-d array for device arrays)."""
-    chunks = ufunc._reduction_loop("chunks", loop)
+    scalar (a 0-d array for device arrays). A ufunc with an identity
+    (NumPy's "reorderable") takes strided chunks, so that neighbouring
+    threads read neighbouring elements; others contiguous ones, in order."""
+    strided = _identity(ufunc) is not None
+    level = ufunc._reduction_loop("strided" if strided else "chunks", loop)
     while True:
         n = line.shape[0]
         size = max(_MIN_CHUNK, math.ceil(n / _MAX_CHUNKS))
         count = math.ceil(n / size)
-        line = chunks(line, *loopgen.shape_arguments((count, size)))
+        line = level(line, *loopgen.shape_arguments((count,) if strided else (count, size)))
         if count == 1:
             break
     return line[0] if isinstance(line, np.ndarray) else line.reshape(())
-
-
-

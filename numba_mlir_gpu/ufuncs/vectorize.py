@@ -234,6 +234,7 @@ class UFunc(DUFunc):
         fn = self._compiled.get(key)
         if fn is None:
             fn = (loopgen.reduce_chunks(self, loop, self._njit) if kind == "chunks"
+                  else loopgen.reduce_strided(self, loop, self._njit) if kind == "strided"
                   else loopgen.reduce_last_axis(self, loop, ndim, self._njit))
             self._compiled[key] = fn
         return fn
