@@ -265,6 +265,74 @@ def np_histogram(keys, counts):
     counts[:] = np.bincount(keys, minlength=counts.shape[0])
 
 
+# ---------------------------------------------------------------- ufuncs (vectorize, guvectorize)
+
+BS_SIGNATURES = ["float64(float64, float64, float64, float64, float64)"]
+
+
+def bs_element(S, K, T, r, v):
+    """Black-Scholes call price of one option: the scalar kernel of a ufunc."""
+    sq = v * math.sqrt(T)
+    d1 = (math.log(S / K) + (r + 0.5 * v * v) * T) / sq
+    d2 = d1 - sq
+    n1 = 0.5 * (1.0 + math.erf(d1 * 0.7071067811865476))
+    n2 = 0.5 * (1.0 + math.erf(d2 * 0.7071067811865476))
+    return S * n1 - K * math.exp(-r * T) * n2
+
+
+def l2_normalise_row(row, out):
+    """One row divided by its L2 norm: the kernel of a (n)->(n) gufunc."""
+    s = np.float32(0.0)
+    for j in range(row.shape[0]):
+        s += row[j] * row[j]
+    scale = np.float32(1.0) / np.sqrt(s)
+    for j in range(row.shape[0]):
+        out[j] = row[j] * scale
+
+
+NORMALISE_SIGNATURES = ["void(float32[:], float32[:])"]
+
+
+def ufunc_black_scholes(vectorize) -> Callable:
+    """(S, K, T, r, v, call) through a ufunc made by `vectorize` (ours or Numba's)."""
+    bs = vectorize(BS_SIGNATURES)(bs_element)
+
+    def run(S, K, T, r, v, call):
+        bs(S, K, T, r, v, out=call)
+    return run
+
+
+def gufunc_row_normalise(guvectorize) -> Callable:
+    """(x, out) through a (n)->(n) gufunc made by `guvectorize`."""
+    g = guvectorize(NORMALISE_SIGNATURES, "(n)->(n)")(l2_normalise_row)
+
+    def run(x, out):
+        g(x, out)
+    return run
+
+
+def ours_ufunc(wrap: Callable, decorator: str) -> Callable:
+    """target -> our function for a ufunc case."""
+    def make(target):
+        import numba_mlir_gpu
+        made = getattr(numba_mlir_gpu, decorator)
+        return wrap(lambda *a: made(*a, target=target))
+    return make
+
+
+def numba_ufunc(wrap: Callable, decorator: str) -> Callable:
+    """() -> the same through Numba's own decorator, target="parallel"."""
+    def make():
+        import numba
+        made = getattr(numba, decorator)
+        return wrap(lambda *a: made(*a, target="parallel"))
+    return make
+
+
+def np_row_normalise(x, out):
+    out[:] = x / np.sqrt((x * x).sum(axis=1, keepdims=True))
+
+
 # ---------------------------------------------------------------- CuPy versions
 
 def cupy_kernels(cp) -> dict:
@@ -320,6 +388,9 @@ class Case:
     gpu_size: int = 0
     tiny_size: int = 0
     notes: str = ""
+    # cases that are not one function: ours(target) and numba() make the callables
+    ours: Optional[Callable] = None
+    numba: Optional[Callable] = None
 
 
 def _f(rng, n, dtype, lo=0.0, hi=1.0):
@@ -430,6 +501,26 @@ def cases() -> list[Case]:
              numpy=np_black_scholes,
              cupy=lambda cp, k, args: k["black_scholes"](*args[:5], args[5]),
              cupy_label="ElementwiseKernel", gpu_size=1 << 24, tiny_size=1000, tol=1e-10),
+        Case("ufunc_black_scholes", np_black_scholes,
+             lambda rng, n: (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
+                             _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30,
+                             np.full(n, np.nan, np.float64)),
+             outputs=(5,), work=("bytes", lambda args: 4 * args[0].nbytes),
+             numpy=np_black_scholes,
+             cupy=lambda cp, k, args: k["black_scholes"](*args[:5], args[5]),
+             cupy_label="ElementwiseKernel", gpu_size=1 << 24, tiny_size=1000, tol=1e-10,
+             ours=ours_ufunc(ufunc_black_scholes, "vectorize"),
+             numba=numba_ufunc(ufunc_black_scholes, "vectorize"),
+             notes="numba_mlir_gpu.vectorize(...)(S, K, T, r, v, out=call); Numba: "
+                   "numba.vectorize(target='parallel')"),
+        Case("gufunc_row_normalise", np_row_normalise,
+             lambda rng, n: (_f(rng, (n, n // 8), np.float32), np.zeros((n, n // 8), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+             numpy=np_row_normalise, cupy=lambda cp, k, args: np_row_normalise(*args),
+             cupy_label="CuPy expression", gpu_size=8192, tiny_size=64, tol=1e-5,
+             ours=ours_ufunc(gufunc_row_normalise, "guvectorize"),
+             numba=numba_ufunc(gufunc_row_normalise, "guvectorize"),
+             notes="numba_mlir_gpu.guvectorize (n)->(n): each row divided by its L2 norm"),
         Case("mandelbrot", mandelbrot,
              lambda rng, n: (n, n, 256, np.full((n, n), -1, np.int64)),
              outputs=(3,), work=("flops", lambda args: None),   # from the iteration counts

@@ -217,7 +217,7 @@ def _run_cupy(env: Env, case: Case, host_args: tuple, kernels: dict, row: dict) 
 
 
 def _run_numba(env: Env, case: Case, host_args: tuple, row: dict) -> None:
-    nb = numba.njit(parallel=True)(case.fn)
+    nb = case.numba() if case.numba is not None else numba.njit(parallel=True)(case.fn)
     nargs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in host_args)
     t0 = time.perf_counter()
     nb(*nargs)
@@ -227,7 +227,7 @@ def _run_numba(env: Env, case: Case, host_args: tuple, row: dict) -> None:
 
 def _run_ours(env: Env, case: Case, host_args: tuple, ref: list, row: dict,
               dev_args: Optional[tuple] = None) -> None:
-    ours = ours_njit(case.fn, env.target)
+    ours = case.ours(env.target) if case.ours is not None else ours_njit(case.fn, env.target)
     if dev_args is None:
         dev_args = env.to_device(host_args)
     t0 = time.perf_counter()

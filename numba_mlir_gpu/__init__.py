@@ -23,8 +23,9 @@ from .frontend.pipeline import MLIRGPUPipeline  # noqa: E402
 from .lowering.device_functions import declare_device  # noqa: E402
 from .lowering.errors import MLIRCompilationError, UnsupportedConstructError  # noqa: E402
 from .targets.choice import ENV_TARGET, NoGPUWarning  # noqa: E402
+from .ufuncs import GUFunc, UFunc, guvectorize, vectorize  # noqa: E402
 
 __all__ = ["MLIRGPUPipeline", "njit", "inspect_mlir", "inspect_ptx", "inspect_path",
            "compiled_function", "FallbackWarning", "PtxasWarning", "GPUArchitectureError", "aot",
            "declare_device", "ENV_TARGET", "NoGPUWarning", "UnsupportedConstructError",
-           "MLIRCompilationError"]
+           "MLIRCompilationError", "vectorize", "guvectorize", "UFunc", "GUFunc"]

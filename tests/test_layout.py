@@ -29,6 +29,7 @@ ALLOWED = {
     "frontend": {"compiler", "lowering", "targets", "runtime"},
     "testing": {"frontend", "lowering", "api", ""},      # "": the package itself
     "aot": {"api", "compiler", "frontend", "runtime"},
+    "ufuncs": {"api", "frontend", "targets", "runtime"},
 }
 
 
