@@ -5,9 +5,13 @@ process. Its functions are registered as symbols both for every GPU module's
 ExecutionEngine and for Numba's linker (llvmlite), so no compiled code bakes
 in a process-local address (that is what lets `cache=True` work).
 
-* One stream: the legacy default stream (NULL). Kernels and copies are then
-  ordered with CuPy's and PyTorch's default-stream work without any extra
-  synchronisation, and no stream is created per launch.
+* One stream per call, never created here: the calling thread's stream
+  (`nmg_stream`, set by the dispatcher: runtime/streams.py), which is the
+  legacy default stream (NULL) unless the caller runs on another CuPy or
+  PyTorch stream or passes one. Kernels, copies, allocations, frees and
+  waits all go to it, so they are ordered with the caller's work on that
+  stream without any extra synchronisation, and waits are for that stream
+  only (never the whole device).
 * `nmg_alloc_device`: stream-ordered device memory from the device's default
   pool (`cuMemAllocAsync`); `nmg_alloc_managed`: CUDA managed memory, for
   arrays host code touches; `nmg_alloc_managed_on_device`: managed memory
@@ -28,6 +32,7 @@ import functools
 from .._libs import runtime_library
 from .._mlir import ExecutionEngine, ir, passmanager
 from .cuda import require_device
+from .streams import STREAM_KEY
 
 FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH, FAILURE_FAULT = 0, 1, 2, 3
 
@@ -58,11 +63,21 @@ llvm.func @cuMemPrefetchAsync(i64, i64, i32, !llvm.ptr) -> i32
 llvm.func @cuPointerGetAttribute(!llvm.ptr, i32, i64) -> i32
 llvm.func @cuStreamSynchronize(!llvm.ptr) -> i32
 llvm.func @cuMemcpy(i64, i64, i64) -> i32
+llvm.func @cuMemcpyAsync(i64, i64, i64, !llvm.ptr) -> i32
+llvm.func @pthread_getspecific(i32) -> !llvm.ptr
 llvm.func @cuFuncSetAttribute(!llvm.ptr, i32, i32) -> i32
 llvm.func @cuLaunchKernel(!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
                           !llvm.ptr, !llvm.ptr) -> i32
 
 llvm.mlir.global internal @nmg_failure(0 : i32) : i32
+
+// The calling thread's stream: the value of its pthread key (runtime/streams.py),
+// NULL (the legacy default stream) where the thread never set one.
+llvm.func @nmg_stream() -> !llvm.ptr {
+  %key = llvm.mlir.constant(@STREAM_KEY@ : i32) : i32
+  %s = llvm.call @pthread_getspecific(%key) : (i32) -> !llvm.ptr
+  llvm.return %s : !llvm.ptr
+}
 
 // The primary context of device 0 (the one CuPy, PyTorch and numba.cuda
 // use), made current on this thread if no context is.
@@ -142,8 +157,8 @@ llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
 llvm.func @nmg_release_pool() {
   %one = llvm.mlir.constant(1 : i64) : i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
-  %null = llvm.mlir.zero : !llvm.ptr
-  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
   %dev = llvm.mlir.constant(0 : i32) : i32
   %1 = llvm.call @cuDeviceGetDefaultMemPool(%slot, %dev) : (!llvm.ptr, i32) -> i32
   %pool = llvm.load %slot : !llvm.ptr -> !llvm.ptr
@@ -157,7 +172,7 @@ llvm.func @nmg_alloc_device(%n: i64) -> !llvm.ptr {
   %one = llvm.mlir.constant(1 : i64) : i64
   %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
-  %stream = llvm.mlir.zero : !llvm.ptr
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
   %zero = llvm.mlir.constant(0 : i32) : i32
   %first = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
   %ok = llvm.icmp "eq" %first, %zero : i32
@@ -194,13 +209,14 @@ llvm.func @nmg_alloc_managed_on_device(%n: i64) -> !llvm.ptr {
 ^prefetch:
   %addr = llvm.ptrtoint %p : !llvm.ptr to i64
   %dev = llvm.mlir.constant(0 : i32) : i32
-  %0 = llvm.call @cuMemPrefetchAsync(%addr, %n, %dev, %null) : (i64, i64, i32, !llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuMemPrefetchAsync(%addr, %n, %dev, %stream) : (i64, i64, i32, !llvm.ptr) -> i32
   llvm.br ^done
 ^done:
   llvm.return %p : !llvm.ptr
 }
 
-// Managed memory is freed after the stream drains (cuMemFree would not wait
+// Managed memory is freed after the calling thread's stream drains (cuMemFree would not wait
 // for kernels still using it); pool memory is freed in stream order.
 llvm.func @nmg_free(%p: !llvm.ptr) {
   %null = llvm.mlir.zero : !llvm.ptr
@@ -219,11 +235,13 @@ llvm.func @nmg_free(%p: !llvm.ptr) {
   %is_managed = llvm.icmp "ne" %managed, %zero : i32
   llvm.cond_br %is_managed, ^managed, ^device
 ^managed:
-  %1 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %1 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
   %2 = llvm.call @cuMemFree_v2(%addr) : (i64) -> i32
   llvm.br ^done
 ^device:
-  %3 = llvm.call @cuMemFreeAsync(%addr, %null) : (i64, !llvm.ptr) -> i32
+  %stream2 = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %3 = llvm.call @cuMemFreeAsync(%addr, %stream2) : (i64, !llvm.ptr) -> i32
   llvm.br ^done
 ^done:
   llvm.return
@@ -237,8 +255,19 @@ llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
   llvm.call @nmg_bind_context() : () -> ()
   %d = llvm.ptrtoint %dst : !llvm.ptr to i64
   %s = llvm.ptrtoint %src : !llvm.ptr to i64
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %legacy = llvm.icmp "eq" %stream, %null : !llvm.ptr
+  llvm.cond_br %legacy, ^blocking, ^ordered
+^blocking:
   %0 = llvm.call @cuMemcpy(%d, %s, %n) : (i64, i64, i64) -> i32
   llvm.call @nmg_check(%0) : (i32) -> ()
+  llvm.br ^done
+^ordered:
+  // on the caller's stream: as cuMemcpy on the legacy one, the call returns
+  // once pageable host memory is read (to the device) or written (from it)
+  %1 = llvm.call @cuMemcpyAsync(%d, %s, %n, %stream) : (i64, i64, i64, !llvm.ptr) -> i32
+  llvm.call @nmg_check(%1) : (i32) -> ()
   llvm.br ^done
 ^done:
   llvm.return
@@ -246,14 +275,14 @@ llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
 
 llvm.func @nmg_sync() {
   llvm.call @nmg_bind_context() : () -> ()
-  %null = llvm.mlir.zero : !llvm.ptr
-  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
   llvm.call @nmg_check(%0) : (i32) -> ()
   llvm.return
 }
 
-// Replaces the MLIR CUDA runtime's launcher (same signature): no context
-// push/pop per launch, launches skipped after a failed allocation or when
+// Replaces the MLIR CUDA runtime's launcher (same signature): on the calling
+// thread's stream (the host code passes NULL), no context push/pop per launch, launches skipped after a failed allocation or when
 // the grid is empty (a loop with no iterations), and a failed launch
 // recorded for the wrapper to raise.
 llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i64, %by: i64,
@@ -284,8 +313,9 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
   %bx32 = llvm.trunc %bx : i64 to i32
   %by32 = llvm.trunc %by : i64 to i32
   %bz32 = llvm.trunc %bz : i64 to i32
+  %current = llvm.call @nmg_stream() : () -> !llvm.ptr
   %status = llvm.call @cuLaunchKernel(%f, %gx32, %gy32, %gz32, %bx32, %by32, %bz32, %smem,
-      %stream, %params, %extra) : (!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
+      %current, %params, %extra) : (!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
       !llvm.ptr, !llvm.ptr) -> i32
   %ok = llvm.icmp "eq" %status, %zero : i32
   llvm.cond_br %ok, ^done, ^launch_failed
@@ -331,7 +361,8 @@ def runtime_addresses() -> dict[str, int]:
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     _keep_pool_memory(lib)
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(_RUNTIME + _address_table())
+        text = _RUNTIME.replace("@STREAM_KEY@", str(STREAM_KEY))
+        module = ir.Module.parse(text + _address_table())
         passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
             module.operation)
         engine = ExecutionEngine(module, opt_level=2,
