@@ -3,13 +3,16 @@ library the CUDA toolkit (or a wheel such as nvidia-cublas) installs, found
 by name; no CuPy needed. Each engine that declares the gemm symbols gets
 them resolved to the library's functions, and the handle symbol to a
 callback returning this process's handle (made on first use, in the
-current context, on the legacy default stream our kernels use)."""
+current context, set to the calling thread's stream, which our kernels use:
+runtime/streams.py)."""
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import functools
 import os
+
+from .streams import thread_stream
 
 ENV_CUBLAS = "NUMBA_MLIR_GPU_CUBLAS"
 _SONAMES = ("libcublas.so.13", "libcublas.so.12", "libcublas.so.11")
@@ -38,6 +41,7 @@ def enabled() -> bool:
 
 
 _handle = ctypes.c_void_p()
+_handle_stream = [0]      # the stream last given to cublasSetStream (0: legacy default)
 
 
 @ctypes.CFUNCTYPE(ctypes.c_void_p)
@@ -47,6 +51,11 @@ def _get_handle():
         if status != 0:
             _handle.value = None
             return None
+    # called before each gemm: the gemm then runs on this call's stream
+    stream = thread_stream()
+    if stream != _handle_stream[0]:
+        library().cublasSetStream_v2(_handle, ctypes.c_void_p(stream or None))
+        _handle_stream[0] = stream
     return _handle.value
 
 
