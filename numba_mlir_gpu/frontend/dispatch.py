@@ -11,8 +11,12 @@ keywords, omitted arguments, other objects) goes to Numba's dispatcher, which
 compiles, converts and raises as usual. The entry point is the one Numba's
 dispatcher would pick: an exact match of the argument types.
 
-Two more jobs of this dispatcher:
+Three more jobs of this dispatcher:
 
+* The device (runtime/devices.py): on a machine with several GPUs, a call
+  whose GPU arrays live on device N runs with N's primary context current
+  (and the previous context back after it); arrays on two devices are an
+  error. NumPy-only calls run on the current device.
 * The stream (runtime/streams.py): each call sets the calling thread's
   stream for the GPU runtime (njit's `stream=` option, or a `stream=`
   keyword of the call, else the caller's current CuPy or PyTorch stream)
@@ -35,6 +39,8 @@ from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 from ..runtime.device_arrays import _CUPY_TYPES, _TYPES
+from ..runtime.cuda import current_device, primary_context, swap_context
+from ..runtime.devices import data_device, several_devices
 from ..runtime.streams import check_option, set_thread_stream, stream_handle, thread_stream
 from .pipeline import pinned_pipeline
 
@@ -56,7 +62,19 @@ class DeviceArrayDispatcher(CPUDispatcher):
         stream = self.stream_option
         if kws and "stream" in kws and "stream" not in self._compiler.pysig.parameters:
             stream = kws.pop("stream")
-        handle = stream_handle(stream)
+        if not several_devices():
+            return self._on_stream(stream, None, args, kws)
+        device = data_device(args + tuple(kws.values()))
+        if device is None or device == current_device():
+            return self._on_stream(stream, device, args, kws)
+        previous = swap_context(primary_context(device))
+        try:
+            return self._on_stream(stream, device, args, kws)
+        finally:
+            swap_context(previous)
+
+    def _on_stream(self, stream, device: Optional[int], args: tuple, kws: dict):
+        handle = stream_handle(stream, device)
         if handle == thread_stream():
             return self._call(args, kws)
         previous = set_thread_stream(handle)

@@ -60,28 +60,32 @@ def set_thread_stream(handle: int) -> int:
     return previous
 
 
-def library_stream() -> int:
-    """The caller's current stream: CuPy's when it is not the legacy default
-    stream, else PyTorch's (of its current device), else the legacy default.
-    Only libraries already imported are asked (an import here would cost
-    seconds, and a library not imported has no current stream)."""
+def library_stream(device: Optional[int] = None) -> int:
+    """The caller's current stream on `device` (None: the current device):
+    CuPy's when it is not the legacy default stream, else PyTorch's, else the
+    legacy default. Only libraries already imported are asked (an import here
+    would cost seconds, and a library not imported has no current stream)."""
     cupy = sys.modules.get("cupy")
     if cupy is not None:
-        handle = cupy.cuda.get_current_stream().ptr
+        if device is None:
+            handle = cupy.cuda.get_current_stream().ptr
+        else:
+            handle = cupy.cuda.get_current_stream(device).ptr
         if handle:
             return handle
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return torch.cuda.current_stream().cuda_stream
+        return torch.cuda.current_stream(device).cuda_stream
     return LEGACY
 
 
-def stream_handle(stream: Any) -> int:
+def stream_handle(stream: Any, device: Optional[int] = None) -> int:
     """The driver handle of `stream`: "current" (library_stream), "default"
     (the legacy default stream), a CuPy stream (`.ptr`), a PyTorch stream
-    (`.cuda_stream`), a numba.cuda stream or an int handle (`int()`)."""
+    (`.cuda_stream`), a numba.cuda stream or an int handle (`int()`).
+    `device`: the call's device, whose current stream "current" means."""
     if stream is None or stream == CURRENT:
-        return library_stream()
+        return library_stream(device)
     if stream == DEFAULT:
         return LEGACY
     for attribute in ("ptr", "cuda_stream"):
