@@ -70,7 +70,10 @@ def library_stream(device: Optional[int] = None) -> int:
         if device is None:
             handle = cupy.cuda.get_current_stream().ptr
         else:
-            handle = cupy.cuda.get_current_stream(device).ptr
+            try:            # CuPy's current stream is per device
+                handle = cupy.cuda.get_current_stream(device).ptr
+            except TypeError:       # a CuPy without the argument
+                handle = cupy.cuda.get_current_stream().ptr
         if handle:
             return handle
     torch = sys.modules.get("torch")
