@@ -107,3 +107,10 @@ def test_distributed_workers(client, kernels, data):
                 sum(fn.stats.cache_misses.values()))
     assert client.submit(worker_view, kernels.scale_rows, pure=False).result() == \
         ("MLIRGPUPipeline_target_cpu", "current", 1, 0)
+
+    def compiled_there(fn):
+        fn(block)                     # no cache: the worker compiles it, through our pipeline
+        (compiled,) = fn.overloads.values()
+        return fn.stream_option, compiled.metadata.get("numba_mlir_gpu_path").path
+    uncached = Kernels("cpu", stream="default").scale_rows
+    assert client.submit(compiled_there, uncached, pure=False).result() == ("default", "mlir")
