@@ -74,6 +74,18 @@ def test_the_stream_is_per_thread():
     assert results == {"before": LEGACY, "after": 99}
 
 
+def test_the_runtime_reads_the_stream_key():
+    """The GPU runtime's text (JIT-ed only where there is a GPU) parses and
+    verifies here, and asks this process's pthread key for the stream."""
+    from numba_mlir_gpu._mlir import ir
+    from numba_mlir_gpu.runtime.device import runtime_text
+    from numba_mlir_gpu.runtime.streams import STREAM_KEY
+    text = runtime_text()
+    assert f"llvm.mlir.constant({STREAM_KEY} : i32)" in text and "@" + "STREAM_KEY@" not in text
+    with ir.Context(), ir.Location.unknown():
+        assert ir.Module.parse(text).operation.verify()
+
+
 # -- GPU ----------------------------------------------------------------------
 
 SPIN = r"""

@@ -513,11 +513,7 @@ def runtime_addresses() -> dict[str, int]:
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     _keep_pool_memory(lib)
     with ir.Context(), ir.Location.unknown():
-        text = (_RUNTIME.replace("@STREAM_KEY@", str(STREAM_KEY))
-                .replace("@MAX_DEVICES@", str(MAX_DEVICES))
-                .replace("@BINARY_SLOTS@", str(2 + MAX_DEVICES))
-                .replace("@KERNEL_SLOTS@", str(3 + MAX_DEVICES)))
-        module = ir.Module.parse(text + _address_table())
+        module = ir.Module.parse(runtime_text())
         passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
             module.operation)
         engine = ExecutionEngine(module, opt_level=2,
@@ -534,6 +530,14 @@ def runtime_addresses() -> dict[str, int]:
 
 
 _KEEP: list = []
+
+
+def runtime_text() -> str:
+    """The runtime module's text for this process (its pthread key)."""
+    return (_RUNTIME.replace("@STREAM_KEY@", str(STREAM_KEY))
+            .replace("@MAX_DEVICES@", str(MAX_DEVICES))
+            .replace("@BINARY_SLOTS@", str(2 + MAX_DEVICES))
+            .replace("@KERNEL_SLOTS@", str(3 + MAX_DEVICES))) + _address_table()
 
 
 def _address_table() -> str:
