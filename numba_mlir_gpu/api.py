@@ -12,7 +12,8 @@ from .compiler import CompiledFunction
 from .compiler.fp64 import FP64_MODES
 from .frontend.dispatch import with_device_shortcut
 from .frontend.fallback import UNSUPPORTED_LOOPS, CompiledPath, FallbackFunction
-from .frontend.pipeline import PRANGE, MLIRGPUPipeline
+from .frontend.pipeline import PRANGE, MLIRGPUPipeline, pinned_pipeline
+from .runtime.streams import check_option
 from .targets.choice import TARGETS
 
 
@@ -34,15 +35,13 @@ def pipeline_for(target: Optional[str], fallback: Optional[bool] = None,
         raise ValueError(f"fp64 must be one of {', '.join(FP64_MODES)}, not {fp64!r}")
     settings = {"target": target, "fallback": fallback, "unsupported_loops": unsupported_loops,
                 "prange": prange, "fp64": None if fp64 == "native" else fp64}
-    changed = {k: v for k, v in settings.items() if v != getattr(MLIRGPUPipeline, k)}
-    if not changed:
-        return MLIRGPUPipeline
-    name = "_".join(["MLIRGPUPipeline"] + [f"{k}_{v}".replace("-", "_") for k, v in changed.items()])
-    return type(name, (MLIRGPUPipeline,), changed)
+    return pinned_pipeline(tuple((k, v) for k, v in settings.items()
+                                 if v != getattr(MLIRGPUPipeline, k)))
 
 
 def njit(*args, target: Optional[str] = None, fallback: Optional[bool] = None,
-         unsupported_loops: Optional[str] = None, fp64: Optional[str] = None, **options):
+         unsupported_loops: Optional[str] = None, fp64: Optional[str] = None,
+         stream: Optional[str] = None, **options):
     """`numba.njit` through MLIRGPUPipeline; `target` ("cpu", "gpu",
     "compile-only") overrides $NUMBA_MLIR_GPU_TARGET and device detection.
     `fallback=False` (or $NUMBA_MLIR_GPU_FALLBACK=0) makes host code our
@@ -53,12 +52,16 @@ def njit(*args, target: Optional[str] = None, fallback: Optional[bool] = None,
     `fp64="truncate"` runs float64 arithmetic in GPU kernels as float32
     (arrays keep float64 storage); "auto" does so on GPUs whose float64 rate
     is below 1/8 of float32's (compiler/fp64.py).
+    `stream` (GPU): "current" (the default) runs each call on the caller's
+    current CuPy or PyTorch stream, "default" always on the legacy default
+    stream; a call can also pass `stream=` (a stream object or handle).
     The dispatcher calls compiled code on CuPy arrays directly (dispatch.py)."""
+    check_option(stream)
     options["pipeline_class"] = pipeline_for(target, fallback, unsupported_loops, fp64=fp64)
     made = numba.njit(*args, **options)
     if isinstance(made, Dispatcher):
-        return with_device_shortcut(made)
-    return lambda fn: with_device_shortcut(made(fn))
+        return with_device_shortcut(made, stream)
+    return lambda fn: with_device_shortcut(made(fn), stream)
 
 
 def compiled_function(dispatcher, signature=None) -> CompiledFunction | FallbackFunction:

@@ -10,14 +10,39 @@ the compiled entry point is called directly. Anything else (new types,
 keywords, omitted arguments, other objects) goes to Numba's dispatcher, which
 compiles, converts and raises as usual. The entry point is the one Numba's
 dispatcher would pick: an exact match of the argument types.
+
+Three more jobs of this dispatcher:
+
+* The device (runtime/devices.py): on a machine with several GPUs, a call
+  whose GPU arrays live on device N runs with N's primary context current
+  (and the previous context back after it); arrays on two devices are an
+  error. NumPy-only calls run on the current device.
+* The stream (runtime/streams.py): each call sets the calling thread's
+  stream for the GPU runtime (njit's `stream=` option, or a `stream=`
+  keyword of the call, else the caller's current CuPy or PyTorch stream)
+  and puts the previous one back after it. It is chosen here, per call and
+  per thread, and not at compile time, so one compiled function serves any
+  stream and a cached function never names one.
+* Pickling (Dask, multiprocessing): Numba's dispatcher pickles its Python
+  function, locals and target options but not its pipeline class, nor
+  whether it caches; without them an unpickled function would compile
+  through Numba's own lowering, uncached. This one pickles both, and the
+  stream option.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 from numba.core import types
+from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 from ..runtime.device_arrays import _CUPY_TYPES, _TYPES
+from ..runtime.cuda import current_device, primary_context, swap_context
+from ..runtime.devices import data_device, several_devices
+from ..runtime.streams import check_option, set_thread_stream, stream_handle, thread_stream
+from .pipeline import pinned_pipeline
 
 # Numbers typed as numba.typeof types them (Python ints are not here: their
 # type depends on their size).
@@ -28,9 +53,37 @@ _SCALARS = {float: types.float64, bool: types.boolean, np.bool_: types.boolean,
 
 
 class DeviceArrayDispatcher(CPUDispatcher):
-    """Numba's CPU dispatcher, typing CuPy arrays and numbers itself first."""
+    """Numba's CPU dispatcher, typing CuPy arrays and numbers itself first,
+    running each call on its stream, pickling its pipeline."""
+
+    stream_option: Optional[str] = None     # njit(stream=...): None is "current"
 
     def __call__(self, *args, **kws):
+        stream = self.stream_option
+        if kws and "stream" in kws and "stream" not in self._compiler.pysig.parameters:
+            stream = kws.pop("stream")
+        if not several_devices():
+            return self._on_stream(stream, None, args, kws)
+        device = data_device(args + tuple(kws.values()))
+        if device is None or device == current_device():
+            return self._on_stream(stream, device, args, kws)
+        previous = swap_context(primary_context(device))
+        try:
+            return self._on_stream(stream, device, args, kws)
+        finally:
+            swap_context(previous)
+
+    def _on_stream(self, stream, device: Optional[int], args: tuple, kws: dict):
+        handle = stream_handle(stream, device)
+        if handle == thread_stream():
+            return self._call(args, kws)
+        previous = set_thread_stream(handle)
+        try:
+            return self._call(args, kws)
+        finally:
+            set_thread_stream(previous)
+
+    def _call(self, args: tuple, kws: dict):
         if not kws:
             key = []
             for value in args:
@@ -48,9 +101,42 @@ class DeviceArrayDispatcher(CPUDispatcher):
                     return compiled.entry_point(*args)
         return super().__call__(*args, **kws)
 
+    # -- pickling (Numba's ReduceMixin protocol) -------------------------------
 
-def with_device_shortcut(dispatcher):
-    """`dispatcher` (a CPUDispatcher, as numba.njit makes) as a DeviceArrayDispatcher."""
+    def _reduce_states(self) -> dict:
+        states = super()._reduce_states()
+        pipeline = self._compiler.pipeline_class
+        # a class pipeline_for made is sent as its settings (see pinned_pipeline)
+        states["pipeline"] = getattr(pipeline, "_pinned", pipeline)
+        states["cached"] = not isinstance(self._cache, NullCache)
+        states["stream_option"] = self.stream_option
+        return states
+
+    @classmethod
+    def _rebuild(cls, uuid, py_func, locals, targetoptions, can_compile, sigs,
+                 pipeline=None, cached=False, stream_option=None):
+        try:
+            return cls._memo[uuid]
+        except KeyError:
+            pass
+        if isinstance(pipeline, tuple):
+            pipeline = pinned_pipeline(pipeline)
+        self = cls(py_func, locals, targetoptions, pipeline_class=pipeline)
+        self.stream_option = stream_option
+        if cached:
+            self.enable_caching()
+        self._set_uuid(uuid)
+        for sig in sigs:
+            self.compile(sig)
+        self._can_compile = can_compile
+        return self
+
+
+def with_device_shortcut(dispatcher, stream: Optional[str] = None):
+    """`dispatcher` (a CPUDispatcher, as numba.njit makes) as a
+    DeviceArrayDispatcher, running on `stream` (njit's option)."""
     if type(dispatcher) is CPUDispatcher:
         dispatcher.__class__ = DeviceArrayDispatcher
+    if isinstance(dispatcher, DeviceArrayDispatcher):
+        dispatcher.stream_option = check_option(stream)
     return dispatcher

@@ -2,6 +2,8 @@
 then one pass of ours in place of Numba's lowering."""
 from __future__ import annotations
 
+import functools
+
 from numba.core import funcdesc, types
 from numba.core.compiler import CompilerBase, _LowerResult
 from numba.core.compiler_machinery import LoweringPass, register_pass
@@ -144,3 +146,15 @@ class MLIRGPUPipeline(CompilerBase):
         pm.finalize()
         return [pm]
 
+
+
+@functools.lru_cache(maxsize=None)
+def pinned_pipeline(changed: tuple) -> type:
+    """MLIRGPUPipeline with the class attributes `changed` ((name, value)
+    pairs) set. The class records them as `_pinned`, so a dispatcher pickles
+    its pipeline as these settings and a process that unpickles it gets the
+    same class back (a class made by `type()` cannot be pickled by name)."""
+    if not changed:
+        return MLIRGPUPipeline
+    name = "_".join(["MLIRGPUPipeline"] + [f"{k}_{v}".replace("-", "_") for k, v in changed])
+    return type(name, (MLIRGPUPipeline,), {**dict(changed), "_pinned": changed})

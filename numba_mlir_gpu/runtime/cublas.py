@@ -2,14 +2,19 @@
 library the CUDA toolkit (or a wheel such as nvidia-cublas) installs, found
 by name; no CuPy needed. Each engine that declares the gemm symbols gets
 them resolved to the library's functions, and the handle symbol to a
-callback returning this process's handle (made on first use, in the
-current context, on the legacy default stream our kernels use)."""
+callback returning this thread's handle for the current device (made on
+first use, in that device's context), set to the calling thread's stream,
+which our kernels use (runtime/streams.py, runtime/devices.py)."""
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import functools
 import os
+import threading
+
+from .cuda import current_device, device_count
+from .streams import thread_stream
 
 ENV_CUBLAS = "NUMBA_MLIR_GPU_CUBLAS"
 _SONAMES = ("libcublas.so.13", "libcublas.so.12", "libcublas.so.11")
@@ -37,17 +42,28 @@ def enabled() -> bool:
     return library() is not None
 
 
-_handle = ctypes.c_void_p()
+# (device, thread) -> [handle, the stream last given to cublasSetStream (0: the
+# legacy default)]: a handle belongs to the context it was made in, and one per
+# thread keeps one thread's cublasSetStream from moving another's gemm
+_handles: dict = {}
 
 
 @ctypes.CFUNCTYPE(ctypes.c_void_p)
 def _get_handle():
-    if not _handle.value:
-        status = library().cublasCreate_v2(ctypes.byref(_handle))
-        if status != 0:
-            _handle.value = None
+    device = (current_device() or 0) if device_count() > 1 else 0
+    key = (device, threading.get_ident())
+    entry = _handles.get(key)
+    if entry is None:
+        handle = ctypes.c_void_p()
+        if library().cublasCreate_v2(ctypes.byref(handle)) != 0:
             return None
-    return _handle.value
+        entry = _handles[key] = [handle, 0]
+    # called before each gemm: the gemm then runs on this call's stream
+    stream = thread_stream()
+    if stream != entry[1]:
+        library().cublasSetStream_v2(entry[0], ctypes.c_void_p(stream or None))
+        entry[1] = stream
+    return entry[0].value
 
 
 def register_cublas(engine, handle_symbol: str, gemm_symbols: list) -> None:

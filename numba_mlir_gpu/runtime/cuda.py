@@ -57,3 +57,63 @@ def compute_capability(device: int = 0) -> tuple[int, int]:
     lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device)   # ..._COMPUTE_CAPABILITY_MAJOR
     lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)   # ..._COMPUTE_CAPABILITY_MINOR
     return major.value, minor.value
+
+
+@functools.lru_cache(maxsize=None)
+def device_count() -> int:
+    """Visible CUDA devices (0 without a driver)."""
+    lib = _driver()
+    if lib is None:
+        return 0
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+def current_device() -> Optional[int]:
+    """The device of this thread's current context (CuPy's and the CUDA
+    runtime's current device), or None where no context is current."""
+    lib = require_device()
+    context = ctypes.c_void_p()
+    if lib.cuCtxGetCurrent(ctypes.byref(context)) != 0 or not context.value:
+        return None
+    device = ctypes.c_int(-1)
+    if lib.cuCtxGetDevice(ctypes.byref(device)) != 0:
+        return None
+    return device.value
+
+
+_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+
+
+def pointer_device(pointer: int) -> Optional[int]:
+    """The device a device (or managed) pointer belongs to; None for memory
+    CUDA does not know (host memory)."""
+    lib = require_device()
+    device = ctypes.c_int(-1)
+    status = lib.cuPointerGetAttribute(ctypes.byref(device), _POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                       ctypes.c_uint64(pointer))
+    return device.value if status == 0 and device.value >= 0 else None
+
+
+@functools.lru_cache(maxsize=None)
+def primary_context(device: int) -> int:
+    """The primary context of `device`, retained once for the process (the
+    one CuPy, PyTorch and numba.cuda use there)."""
+    lib = require_device()
+    context = ctypes.c_void_p()
+    status = lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+    if status != 0:
+        raise CUDAUnavailableError(f"numba-mlir-gpu: device {device}'s primary context could "
+                                   f"not be retained (CUDA error {status})")
+    return context.value
+
+
+def swap_context(context: Optional[int]) -> Optional[int]:
+    """Make `context` current on this thread; returns the one it replaces."""
+    lib = require_device()
+    previous = ctypes.c_void_p()
+    lib.cuCtxGetCurrent(ctypes.byref(previous))
+    lib.cuCtxSetCurrent(ctypes.c_void_p(context))
+    return previous.value

@@ -5,9 +5,20 @@ process. Its functions are registered as symbols both for every GPU module's
 ExecutionEngine and for Numba's linker (llvmlite), so no compiled code bakes
 in a process-local address (that is what lets `cache=True` work).
 
-* One stream: the legacy default stream (NULL). Kernels and copies are then
-  ordered with CuPy's and PyTorch's default-stream work without any extra
-  synchronisation, and no stream is created per launch.
+* One stream per call, never created here: the calling thread's stream
+  (`nmg_stream`, set by the dispatcher: runtime/streams.py), which is the
+  legacy default stream (NULL) unless the caller runs on another CuPy or
+  PyTorch stream or passes one. Kernels, copies, allocations, frees and
+  waits all go to it, so they are ordered with the caller's work on that
+  stream without any extra synchronisation, and waits are for that stream
+  only (never the whole device).
+* The device: the one of the calling thread's current context (the
+  dispatcher makes the data's device current: runtime/devices.py), else
+  device 0's primary context. GPU binaries are loaded into a device's
+  context on the first launch there (`mgpuModuleLoad` and
+  `mgpuModuleGetFunction` are replaced: a binary is a record of its data and
+  one module per device, a kernel one function per device), so one compiled
+  function runs on any device of the same architecture.
 * `nmg_alloc_device`: stream-ordered device memory from the device's default
   pool (`cuMemAllocAsync`); `nmg_alloc_managed`: CUDA managed memory, for
   arrays host code touches; `nmg_alloc_managed_on_device`: managed memory
@@ -28,6 +39,7 @@ import functools
 from .._libs import runtime_library
 from .._mlir import ExecutionEngine, ir, passmanager
 from .cuda import require_device
+from .streams import STREAM_KEY
 
 FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH, FAILURE_FAULT = 0, 1, 2, 3
 
@@ -42,7 +54,12 @@ RUNTIME_FUNCTIONS = {
     "nmg_take_failure": "() -> i32",
     "mgpuLaunchKernel": "(!llvm.ptr, i64, i64, i64, i64, i64, i64, i32, !llvm.ptr, "
                         "!llvm.ptr, !llvm.ptr, i64)",
+    "mgpuModuleLoad": "(!llvm.ptr, i64) -> !llvm.ptr",
+    "mgpuModuleLoadJIT": "(!llvm.ptr, i32) -> !llvm.ptr",
+    "mgpuModuleGetFunction": "(!llvm.ptr, !llvm.ptr) -> !llvm.ptr",
+    "mgpuModuleUnload": "(!llvm.ptr)",
 }
+MAX_DEVICES = 16      # the per-device slots of a loaded binary
 
 _RUNTIME = """
 llvm.func @cuCtxGetCurrent(!llvm.ptr) -> i32
@@ -58,14 +75,29 @@ llvm.func @cuMemPrefetchAsync(i64, i64, i32, !llvm.ptr) -> i32
 llvm.func @cuPointerGetAttribute(!llvm.ptr, i32, i64) -> i32
 llvm.func @cuStreamSynchronize(!llvm.ptr) -> i32
 llvm.func @cuMemcpy(i64, i64, i64) -> i32
+llvm.func @cuMemcpyAsync(i64, i64, i64, !llvm.ptr) -> i32
+llvm.func @pthread_getspecific(i32) -> !llvm.ptr
+llvm.func @calloc(i64, i64) -> !llvm.ptr
+llvm.func @cuCtxGetDevice(!llvm.ptr) -> i32
+llvm.func @cuModuleLoadData(!llvm.ptr, !llvm.ptr) -> i32
+llvm.func @cuModuleGetFunction(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 llvm.func @cuFuncSetAttribute(!llvm.ptr, i32, i32) -> i32
 llvm.func @cuLaunchKernel(!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
                           !llvm.ptr, !llvm.ptr) -> i32
 
 llvm.mlir.global internal @nmg_failure(0 : i32) : i32
 
+// The calling thread's stream: the value of its pthread key (runtime/streams.py),
+// NULL (the legacy default stream) where the thread never set one.
+llvm.func @nmg_stream() -> !llvm.ptr {
+  %key = llvm.mlir.constant(@STREAM_KEY@ : i32) : i32
+  %s = llvm.call @pthread_getspecific(%key) : (i32) -> !llvm.ptr
+  llvm.return %s : !llvm.ptr
+}
+
 // The primary context of device 0 (the one CuPy, PyTorch and numba.cuda
-// use), made current on this thread if no context is.
+// use), made current on this thread if no context is (the dispatcher makes
+// another device's current for calls on its data: runtime/devices.py).
 llvm.func @nmg_bind_context() {
   %one = llvm.mlir.constant(1 : i64) : i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
@@ -83,6 +115,133 @@ llvm.func @nmg_bind_context() {
   llvm.br ^done
 ^done:
   llvm.return
+}
+
+// The device of the current context (bound first: nmg_bind_context).
+llvm.func @nmg_current_device() -> i32 {
+  llvm.call @nmg_bind_context() : () -> ()
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %slot = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.store %zero, %slot : i32, !llvm.ptr
+  %0 = llvm.call @cuCtxGetDevice(%slot) : (!llvm.ptr) -> i32
+  %dev = llvm.load %slot : !llvm.ptr -> i32
+  llvm.return %dev : i32
+}
+
+// GPU binaries, loaded per device on first use. The global constructors
+// of each engine call mgpuModuleLoad (or ...JIT for PTX) once per binary:
+// it only records the data, in a binary record
+//   {data, first kernel record, CUmodule of device 0 .. MAX_DEVICES-1}.
+// Each launch asks mgpuModuleGetFunction(binary, name) for its kernel:
+// a kernel record {binary, name, next, CUfunction of device 0 .. MAX-1},
+// found by the name's address (a constant of the engine) or made once.
+llvm.func @nmg_binary_record(%data: !llvm.ptr) -> !llvm.ptr {
+  %slots = llvm.mlir.constant(@BINARY_SLOTS@ : i64) : i64
+  %eight = llvm.mlir.constant(8 : i64) : i64
+  %rec = llvm.call @calloc(%slots, %eight) : (i64, i64) -> !llvm.ptr
+  llvm.store %data, %rec : !llvm.ptr, !llvm.ptr
+  llvm.return %rec : !llvm.ptr
+}
+
+llvm.func @mgpuModuleLoad(%data: !llvm.ptr, %size: i64) -> !llvm.ptr {
+  %rec = llvm.call @nmg_binary_record(%data) : (!llvm.ptr) -> !llvm.ptr
+  llvm.return %rec : !llvm.ptr
+}
+
+llvm.func @mgpuModuleLoadJIT(%data: !llvm.ptr, %opt: i32) -> !llvm.ptr {
+  %rec = llvm.call @nmg_binary_record(%data) : (!llvm.ptr) -> !llvm.ptr
+  llvm.return %rec : !llvm.ptr
+}
+
+// Engines are never destroyed (compiler/jit.py): nothing to unload.
+llvm.func @mgpuModuleUnload(%binary: !llvm.ptr) {
+  llvm.return
+}
+
+llvm.func @mgpuModuleGetFunction(%binary: !llvm.ptr, %name: !llvm.ptr) -> !llvm.ptr {
+  %null = llvm.mlir.zero : !llvm.ptr
+  %head_slot = llvm.getelementptr %binary[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %first = llvm.load %head_slot : !llvm.ptr -> !llvm.ptr
+  llvm.br ^look(%first : !llvm.ptr)
+^look(%rec: !llvm.ptr):
+  %end = llvm.icmp "eq" %rec, %null : !llvm.ptr
+  llvm.cond_br %end, ^new, ^compare
+^compare:
+  %name_slot = llvm.getelementptr %rec[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %other = llvm.load %name_slot : !llvm.ptr -> !llvm.ptr
+  %same = llvm.icmp "eq" %other, %name : !llvm.ptr
+  llvm.cond_br %same, ^found(%rec : !llvm.ptr), ^next
+^next:
+  %next_slot = llvm.getelementptr %rec[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %next = llvm.load %next_slot : !llvm.ptr -> !llvm.ptr
+  llvm.br ^look(%next : !llvm.ptr)
+^new:
+  // two threads may both make one: the list then holds both, either serves
+  %slots = llvm.mlir.constant(@KERNEL_SLOTS@ : i64) : i64
+  %eight = llvm.mlir.constant(8 : i64) : i64
+  %made = llvm.call @calloc(%slots, %eight) : (i64, i64) -> !llvm.ptr
+  llvm.store %binary, %made : !llvm.ptr, !llvm.ptr
+  %made_name = llvm.getelementptr %made[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  llvm.store %name, %made_name : !llvm.ptr, !llvm.ptr
+  %made_next = llvm.getelementptr %made[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %head = llvm.load %head_slot : !llvm.ptr -> !llvm.ptr
+  llvm.store %head, %made_next : !llvm.ptr, !llvm.ptr
+  llvm.store %made, %head_slot : !llvm.ptr, !llvm.ptr
+  llvm.br ^found(%made : !llvm.ptr)
+^found(%kernel: !llvm.ptr):
+  llvm.return %kernel : !llvm.ptr
+}
+
+// The CUfunction of a kernel record on the current device: its binary is
+// loaded into the device's context on the first launch there. NULL on failure.
+llvm.func @nmg_device_function(%kernel: !llvm.ptr) -> !llvm.ptr {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %module_out = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %function_out = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %dev32 = llvm.call @nmg_current_device() : () -> i32
+  %dev = llvm.zext %dev32 : i32 to i64
+  %limit = llvm.mlir.constant(@MAX_DEVICES@ : i64) : i64
+  %in_range = llvm.icmp "ult" %dev, %limit : i64
+  llvm.cond_br %in_range, ^lookup, ^done(%null : !llvm.ptr)
+^lookup:
+  %three = llvm.mlir.constant(3 : i64) : i64
+  %function_index = llvm.add %dev, %three : i64
+  %function_slot = llvm.getelementptr %kernel[%function_index] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+  %cached = llvm.load %function_slot : !llvm.ptr -> !llvm.ptr
+  %absent = llvm.icmp "eq" %cached, %null : !llvm.ptr
+  llvm.cond_br %absent, ^module, ^done(%cached : !llvm.ptr)
+^module:
+  %binary = llvm.load %kernel : !llvm.ptr -> !llvm.ptr
+  %two = llvm.mlir.constant(2 : i64) : i64
+  %module_index = llvm.add %dev, %two : i64
+  %module_slot = llvm.getelementptr %binary[%module_index] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+  %loaded = llvm.load %module_slot : !llvm.ptr -> !llvm.ptr
+  %unloaded = llvm.icmp "eq" %loaded, %null : !llvm.ptr
+  llvm.cond_br %unloaded, ^load, ^get(%loaded : !llvm.ptr)
+^load:
+  %data = llvm.load %binary : !llvm.ptr -> !llvm.ptr
+  %0 = llvm.call @cuModuleLoadData(%module_out, %data) : (!llvm.ptr, !llvm.ptr) -> i32
+  %load_ok = llvm.icmp "eq" %0, %zero : i32
+  llvm.cond_br %load_ok, ^store_module, ^done(%null : !llvm.ptr)
+^store_module:
+  %new_module = llvm.load %module_out : !llvm.ptr -> !llvm.ptr
+  llvm.store %new_module, %module_slot : !llvm.ptr, !llvm.ptr
+  llvm.br ^get(%new_module : !llvm.ptr)
+^get(%mod: !llvm.ptr):
+  %name_slot = llvm.getelementptr %kernel[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+  %name = llvm.load %name_slot : !llvm.ptr -> !llvm.ptr
+  %1 = llvm.call @cuModuleGetFunction(%function_out, %mod, %name) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  %get_ok = llvm.icmp "eq" %1, %zero : i32
+  llvm.cond_br %get_ok, ^store_function, ^done(%null : !llvm.ptr)
+^store_function:
+  %function = llvm.load %function_out : !llvm.ptr -> !llvm.ptr
+  llvm.store %function, %function_slot : !llvm.ptr, !llvm.ptr
+  llvm.br ^done(%function : !llvm.ptr)
+^done(%result: !llvm.ptr):
+  llvm.return %result : !llvm.ptr
 }
 
 llvm.func @nmg_fail(%kind: i32) {
@@ -142,9 +301,9 @@ llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
 llvm.func @nmg_release_pool() {
   %one = llvm.mlir.constant(1 : i64) : i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
-  %null = llvm.mlir.zero : !llvm.ptr
-  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
-  %dev = llvm.mlir.constant(0 : i32) : i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
+  %dev = llvm.call @nmg_current_device() : () -> i32
   %1 = llvm.call @cuDeviceGetDefaultMemPool(%slot, %dev) : (!llvm.ptr, i32) -> i32
   %pool = llvm.load %slot : !llvm.ptr -> !llvm.ptr
   %keep = llvm.mlir.constant(0 : i64) : i64
@@ -157,7 +316,7 @@ llvm.func @nmg_alloc_device(%n: i64) -> !llvm.ptr {
   %one = llvm.mlir.constant(1 : i64) : i64
   %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
-  %stream = llvm.mlir.zero : !llvm.ptr
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
   %zero = llvm.mlir.constant(0 : i32) : i32
   %first = llvm.call @cuMemAllocAsync(%slot, %size, %stream) : (!llvm.ptr, i64, !llvm.ptr) -> i32
   %ok = llvm.icmp "eq" %first, %zero : i32
@@ -193,14 +352,15 @@ llvm.func @nmg_alloc_managed_on_device(%n: i64) -> !llvm.ptr {
   llvm.cond_br %failed, ^done, ^prefetch
 ^prefetch:
   %addr = llvm.ptrtoint %p : !llvm.ptr to i64
-  %dev = llvm.mlir.constant(0 : i32) : i32
-  %0 = llvm.call @cuMemPrefetchAsync(%addr, %n, %dev, %null) : (i64, i64, i32, !llvm.ptr) -> i32
+  %dev = llvm.call @nmg_current_device() : () -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuMemPrefetchAsync(%addr, %n, %dev, %stream) : (i64, i64, i32, !llvm.ptr) -> i32
   llvm.br ^done
 ^done:
   llvm.return %p : !llvm.ptr
 }
 
-// Managed memory is freed after the stream drains (cuMemFree would not wait
+// Managed memory is freed after the calling thread's stream drains (cuMemFree would not wait
 // for kernels still using it); pool memory is freed in stream order.
 llvm.func @nmg_free(%p: !llvm.ptr) {
   %null = llvm.mlir.zero : !llvm.ptr
@@ -219,11 +379,13 @@ llvm.func @nmg_free(%p: !llvm.ptr) {
   %is_managed = llvm.icmp "ne" %managed, %zero : i32
   llvm.cond_br %is_managed, ^managed, ^device
 ^managed:
-  %1 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %1 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
   %2 = llvm.call @cuMemFree_v2(%addr) : (i64) -> i32
   llvm.br ^done
 ^device:
-  %3 = llvm.call @cuMemFreeAsync(%addr, %null) : (i64, !llvm.ptr) -> i32
+  %stream2 = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %3 = llvm.call @cuMemFreeAsync(%addr, %stream2) : (i64, !llvm.ptr) -> i32
   llvm.br ^done
 ^done:
   llvm.return
@@ -237,8 +399,19 @@ llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
   llvm.call @nmg_bind_context() : () -> ()
   %d = llvm.ptrtoint %dst : !llvm.ptr to i64
   %s = llvm.ptrtoint %src : !llvm.ptr to i64
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %legacy = llvm.icmp "eq" %stream, %null : !llvm.ptr
+  llvm.cond_br %legacy, ^blocking, ^ordered
+^blocking:
   %0 = llvm.call @cuMemcpy(%d, %s, %n) : (i64, i64, i64) -> i32
   llvm.call @nmg_check(%0) : (i32) -> ()
+  llvm.br ^done
+^ordered:
+  // on the caller's stream: as cuMemcpy on the legacy one, the call returns
+  // once pageable host memory is read (to the device) or written (from it)
+  %1 = llvm.call @cuMemcpyAsync(%d, %s, %n, %stream) : (i64, i64, i64, !llvm.ptr) -> i32
+  llvm.call @nmg_check(%1) : (i32) -> ()
   llvm.br ^done
 ^done:
   llvm.return
@@ -246,14 +419,14 @@ llvm.func @nmg_memcpy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
 
 llvm.func @nmg_sync() {
   llvm.call @nmg_bind_context() : () -> ()
-  %null = llvm.mlir.zero : !llvm.ptr
-  %0 = llvm.call @cuStreamSynchronize(%null) : (!llvm.ptr) -> i32
+  %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %0 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
   llvm.call @nmg_check(%0) : (i32) -> ()
   llvm.return
 }
 
-// Replaces the MLIR CUDA runtime's launcher (same signature): no context
-// push/pop per launch, launches skipped after a failed allocation or when
+// Replaces the MLIR CUDA runtime's launcher (same signature): on the calling
+// thread's stream (the host code passes NULL), no context push/pop per launch, launches skipped after a failed allocation or when
 // the grid is empty (a loop with no iterations), and a failed launch
 // recorded for the wrapper to raise.
 llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i64, %by: i64,
@@ -270,12 +443,17 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
   %skip = llvm.or %failed, %empty : i1
   llvm.cond_br %skip, ^done, ^launch
 ^launch:
-  llvm.call @nmg_bind_context() : () -> ()
+  // %f is a kernel record (mgpuModuleGetFunction): this device's function
+  %fn = llvm.call @nmg_device_function(%f) : (!llvm.ptr) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %unloadable = llvm.icmp "eq" %fn, %null : !llvm.ptr
+  llvm.cond_br %unloadable, ^launch_failed, ^loaded
+^loaded:
   %dynamic = llvm.icmp "sgt" %smem, %zero : i32
   llvm.cond_br %dynamic, ^shared, ^go
 ^shared:
   %max_dynamic_shared = llvm.mlir.constant(8 : i32) : i32
-  %0 = llvm.call @cuFuncSetAttribute(%f, %max_dynamic_shared, %smem) : (!llvm.ptr, i32, i32) -> i32
+  %0 = llvm.call @cuFuncSetAttribute(%fn, %max_dynamic_shared, %smem) : (!llvm.ptr, i32, i32) -> i32
   llvm.br ^go
 ^go:
   %gx32 = llvm.trunc %gx : i64 to i32
@@ -284,8 +462,9 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
   %bx32 = llvm.trunc %bx : i64 to i32
   %by32 = llvm.trunc %by : i64 to i32
   %bz32 = llvm.trunc %bz : i64 to i32
-  %status = llvm.call @cuLaunchKernel(%f, %gx32, %gy32, %gz32, %bx32, %by32, %bz32, %smem,
-      %stream, %params, %extra) : (!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
+  %current = llvm.call @nmg_stream() : () -> !llvm.ptr
+  %status = llvm.call @cuLaunchKernel(%fn, %gx32, %gy32, %gz32, %bx32, %by32, %bz32, %smem,
+      %current, %params, %extra) : (!llvm.ptr, i32, i32, i32, i32, i32, i32, i32, !llvm.ptr,
       !llvm.ptr, !llvm.ptr) -> i32
   %ok = llvm.icmp "eq" %status, %zero : i32
   llvm.cond_br %ok, ^done, ^launch_failed
@@ -311,14 +490,17 @@ _POOL_RELEASE_THRESHOLD = 4     # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 
 
 def _keep_pool_memory(lib: ctypes.CDLL) -> None:
-    """Freed pool memory stays with the pool (the default pool would give it
-    back to the driver at every synchronisation, and the next call would map
-    it again)."""
-    pool = ctypes.c_void_p()
-    if lib.cuDeviceGetDefaultMemPool(ctypes.byref(pool), 0) != 0:
-        return
-    threshold = ctypes.c_uint64(2**64 - 1)
-    lib.cuMemPoolSetAttribute(pool, _POOL_RELEASE_THRESHOLD, ctypes.byref(threshold))
+    """Freed pool memory stays with each device's pool (the default pool
+    would give it back to the driver at every synchronisation, and the next
+    call would map it again)."""
+    count = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(count))
+    for device in range(count.value):    # a CUdevice is its ordinal (cuDeviceGet)
+        pool = ctypes.c_void_p()
+        if lib.cuDeviceGetDefaultMemPool(ctypes.byref(pool), device) != 0:
+            continue
+        threshold = ctypes.c_uint64(2**64 - 1)
+        lib.cuMemPoolSetAttribute(pool, _POOL_RELEASE_THRESHOLD, ctypes.byref(threshold))
 
 
 @functools.lru_cache(maxsize=None)
@@ -331,7 +513,7 @@ def runtime_addresses() -> dict[str, int]:
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     _keep_pool_memory(lib)
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(_RUNTIME + _address_table())
+        module = ir.Module.parse(runtime_text())
         passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
             module.operation)
         engine = ExecutionEngine(module, opt_level=2,
@@ -348,6 +530,14 @@ def runtime_addresses() -> dict[str, int]:
 
 
 _KEEP: list = []
+
+
+def runtime_text() -> str:
+    """The runtime module's text for this process (its pthread key)."""
+    return (_RUNTIME.replace("@STREAM_KEY@", str(STREAM_KEY))
+            .replace("@MAX_DEVICES@", str(MAX_DEVICES))
+            .replace("@BINARY_SLOTS@", str(2 + MAX_DEVICES))
+            .replace("@KERNEL_SLOTS@", str(3 + MAX_DEVICES))) + _address_table()
 
 
 def _address_table() -> str:

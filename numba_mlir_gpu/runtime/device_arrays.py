@@ -22,6 +22,8 @@ from numba.core.extending import NativeValue, box, typeof_impl, unbox
 from numba.np.arrayobj import populate_array
 from numba.core.typing.typeof import Purpose
 
+from .streams import thread_stream
+
 
 class DeviceArrayType(types.Array):
     """A NumPy-like array in GPU memory (typed like an Array, data on device)."""
@@ -248,7 +250,9 @@ class DeviceResult:
         self.shape, self.strides, self.dtype = tuple(shape), tuple(strides), np.dtype(dtype)
         self.__cuda_array_interface__ = {
             "shape": self.shape, "strides": self.strides, "typestr": self.dtype.str,
-            "data": (ptr, False), "version": 3, "stream": 1,   # the legacy default stream
+            # the stream the call ran on (1: the legacy default stream), for
+            # consumers to order their work after it
+            "data": (ptr, False), "version": 3, "stream": thread_stream() or 1,
         }
 
     def __repr__(self):
