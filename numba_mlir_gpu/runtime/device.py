@@ -194,7 +194,8 @@ llvm.func @mgpuModuleGetFunction(%binary: !llvm.ptr, %name: !llvm.ptr) -> !llvm.
 }
 
 // The CUfunction of a kernel record on the current device: its binary is
-// loaded into the device's context on the first launch there. NULL on failure.
+// loaded into the device's context on the first launch there. NULL on
+// failure, recorded (nmg_check); a device past MAX_DEVICES as a failed launch.
 llvm.func @nmg_device_function(%kernel: !llvm.ptr) -> !llvm.ptr {
   %one = llvm.mlir.constant(1 : i64) : i64
   %module_out = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
@@ -205,7 +206,11 @@ llvm.func @nmg_device_function(%kernel: !llvm.ptr) -> !llvm.ptr {
   %dev = llvm.zext %dev32 : i32 to i64
   %limit = llvm.mlir.constant(@MAX_DEVICES@ : i64) : i64
   %in_range = llvm.icmp "ult" %dev, %limit : i64
-  llvm.cond_br %in_range, ^lookup, ^done(%null : !llvm.ptr)
+  llvm.cond_br %in_range, ^lookup, ^too_many
+^too_many:
+  %launch_failure = llvm.mlir.constant(2 : i32) : i32
+  llvm.call @nmg_fail(%launch_failure) : (i32) -> ()
+  llvm.br ^done(%null : !llvm.ptr)
 ^lookup:
   %three = llvm.mlir.constant(3 : i64) : i64
   %function_index = llvm.add %dev, %three : i64
@@ -224,6 +229,9 @@ llvm.func @nmg_device_function(%kernel: !llvm.ptr) -> !llvm.ptr {
 ^load:
   %data = llvm.load %binary : !llvm.ptr -> !llvm.ptr
   %0 = llvm.call @cuModuleLoadData(%module_out, %data) : (!llvm.ptr, !llvm.ptr) -> i32
+  // a failure here is most often an earlier kernel's fault, reported by
+  // this (synchronous) load: recorded as such, as a synchronisation would
+  llvm.call @nmg_check(%0) : (i32) -> ()
   %load_ok = llvm.icmp "eq" %0, %zero : i32
   llvm.cond_br %load_ok, ^store_module, ^done(%null : !llvm.ptr)
 ^store_module:
@@ -234,6 +242,7 @@ llvm.func @nmg_device_function(%kernel: !llvm.ptr) -> !llvm.ptr {
   %name_slot = llvm.getelementptr %kernel[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
   %name = llvm.load %name_slot : !llvm.ptr -> !llvm.ptr
   %1 = llvm.call @cuModuleGetFunction(%function_out, %mod, %name) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.call @nmg_check(%1) : (i32) -> ()
   %get_ok = llvm.icmp "eq" %1, %zero : i32
   llvm.cond_br %get_ok, ^store_function, ^done(%null : !llvm.ptr)
 ^store_function:
@@ -447,7 +456,7 @@ llvm.func @mgpuLaunchKernel(%f: !llvm.ptr, %gx: i64, %gy: i64, %gz: i64, %bx: i6
   %fn = llvm.call @nmg_device_function(%f) : (!llvm.ptr) -> !llvm.ptr
   %null = llvm.mlir.zero : !llvm.ptr
   %unloadable = llvm.icmp "eq" %fn, %null : !llvm.ptr
-  llvm.cond_br %unloadable, ^launch_failed, ^loaded
+  llvm.cond_br %unloadable, ^done, ^loaded      // nmg_device_function recorded why
 ^loaded:
   %dynamic = llvm.icmp "sgt" %smem, %zero : i32
   llvm.cond_br %dynamic, ^shared, ^go
@@ -519,6 +528,10 @@ def runtime_addresses() -> dict[str, int]:
         engine = ExecutionEngine(module, opt_level=2,
                                  shared_libs=[runtime_library("mlir_cuda_runtime")])
     _KEEP.append(engine)
+    # Never freed, not even at interpreter shutdown: the GPU modules' global
+    # destructors call this engine's mgpuModuleUnload whenever their own
+    # engines go, which may be after this one in the final collection.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
     table = (ctypes.c_uint64 * len(RUNTIME_FUNCTIONS))()
     out = ctypes.c_void_p(ctypes.addressof(table))
     packed = (ctypes.c_void_p * 1)(ctypes.addressof(out))
