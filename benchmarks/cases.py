@@ -406,6 +406,11 @@ def _saxpy_case(dtype, name):
                 cupy_label="ElementwiseKernel", gpu_size=1 << 26, tiny_size=1000)
 
 
+def _black_scholes_operands(rng, n):
+    return (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
+            _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30, np.full(n, np.nan, np.float64))
+
+
 def _stencil_case(name, fn, notes=""):
     return Case(name, fn,
                 lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
@@ -494,17 +499,13 @@ def cases() -> list[Case]:
         _stencil_case("stencil5_2d", stencil5),
         _stencil_case("stencil5_nested", stencil5_nested, "the stencil as two nested pranges"),
         Case("black_scholes", black_scholes,
-             lambda rng, n: (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
-                             _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30,
-                             np.full(n, np.nan, np.float64)),
+             _black_scholes_operands,
              outputs=(5,), work=("bytes", lambda args: 4 * args[0].nbytes),
              numpy=np_black_scholes,
              cupy=lambda cp, k, args: k["black_scholes"](*args[:5], args[5]),
              cupy_label="ElementwiseKernel", gpu_size=1 << 24, tiny_size=1000, tol=1e-10),
         Case("ufunc_black_scholes", np_black_scholes,
-             lambda rng, n: (_f(rng, n, np.float64, 5, 30), _f(rng, n, np.float64, 1, 100),
-                             _f(rng, n, np.float64, 0.25, 10), 0.02, 0.30,
-                             np.full(n, np.nan, np.float64)),
+             _black_scholes_operands,
              outputs=(5,), work=("bytes", lambda args: 4 * args[0].nbytes),
              numpy=np_black_scholes,
              cupy=lambda cp, k, args: k["black_scholes"](*args[:5], args[5]),

@@ -123,14 +123,16 @@ def fresh_results_not_cloned(module: ir.Module) -> None:
     of this function, a callee's result (owned by the caller) or poison
     (the error paths'), the function owns it: it is returned as it is, and
     the function's last dealloc retains it instead of its clone."""
-    for op in _ops(module, lambda op: op.name == "scf.if" and len(op.results) == 1):
+    for op in operations(module, lambda op: op.name == "scf.if" and len(op.results) == 1):
         value = _cloned_unless_owned(op)
         if value is not None and _fresh(value):
             op.results[0].replace_all_uses_with(value)
             op.erase()
 
 
-def _ops(module: ir.Module, wanted) -> list:
+def operations(module: ir.Module, wanted) -> list:
+    """The operations of `module` for which `wanted(op)` holds (collected
+    first, so that the caller may replace them)."""
     found = []
 
     def visit(op):

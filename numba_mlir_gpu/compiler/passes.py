@@ -22,6 +22,7 @@ from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
+from .deallocation import operations as _ops
 from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
@@ -32,10 +33,11 @@ from .toolkit import find_toolkit
 # is upstream's buffer-deallocation-pipeline, with the general dealloc case
 # lowered by deallocation.py. Ownership-based deallocation needs structured
 # loops, hence lift-cf-to-scf; the normal and error returns it joins would
-# have every returned array copied (deallocation.fresh_results_not_cloned). The first cse removes dead code before the
-# canonicalizer sees it: its rewriter asserts when it erases a dead loop whose
-# body is a multi-block region (a dead reduction in an inner loop with two
-# `continue`s, generated-program seed 1009692), cse's own erasure does not.
+# have every returned array copied (deallocation.fresh_results_not_cloned).
+# The first cse removes dead code before the canonicalizer sees it: its
+# rewriter asserts when it erases a dead loop whose body is a multi-block
+# region (a dead reduction in an inner loop with two `continue`s,
+# generated-program seed 1009692), cse's own erasure does not.
 _DEALLOCATION = [
     "builtin.module(func.func(mem2reg,cse,canonicalize,cse),lift-cf-to-scf,"
     "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
@@ -258,18 +260,6 @@ def _computed_from_complex_parts(module) -> set:
                 work.extend(owner.results)
     return found
 
-
-def _ops(module, wanted) -> list:
-    """The operations of `module` for which `wanted(op)` holds (collected
-    first, so that the caller may replace them)."""
-    found = []
-
-    def visit(op):
-        if wanted(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    return found
 
 
 def ieee_sqrt_in_kernels(module) -> None:
