@@ -39,7 +39,7 @@ from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 from ..runtime.device_arrays import _CUPY_TYPES, _TYPES
-from ..runtime.cuda import current_device, primary_context, swap_context
+from ..runtime.cuda import current_device, device_count, primary_context, swap_context
 from ..runtime.devices import data_device, several_devices
 from ..runtime.streams import check_option, set_thread_stream, stream_handle, thread_stream
 from .pipeline import pinned_pipeline
@@ -57,11 +57,21 @@ class DeviceArrayDispatcher(CPUDispatcher):
     running each call on its stream, pickling its pipeline."""
 
     stream_option: Optional[str] = None     # njit(stream=...): None is "current"
+    # no GPU in this process, or pinned to the CPU target: no stream, no device
+    # (worked out on the first call; each check costs microseconds per call)
+    _host_only: Optional[bool] = None
 
     def __call__(self, *args, **kws):
         stream = self.stream_option
         if kws and "stream" in kws and "stream" not in self._compiler.pysig.parameters:
             stream = kws.pop("stream")
+        host_only = self._host_only
+        if host_only is None:
+            host_only = self._host_only = (
+                device_count() == 0
+                or getattr(self._compiler.pipeline_class, "target", None) == "cpu")
+        if host_only:
+            return CPUDispatcher.__call__(self, *args, **kws)
         if not several_devices():
             return self._on_stream(stream, None, args, kws)
         device = data_device(args + tuple(kws.values()))
