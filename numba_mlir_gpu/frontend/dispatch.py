@@ -70,8 +70,9 @@ class DeviceArrayDispatcher(CPUDispatcher):
             host_only = self._host_only = (
                 device_count() == 0
                 or getattr(self._compiler.pipeline_class, "target", None) == "cpu")
-        if host_only:
-            return CPUDispatcher.__call__(self, *args, **kws)
+        if host_only:      # CuPy-typed arguments (none seen yet: none to look for)
+            return self._call(args, kws) if _CUPY_TYPES else CPUDispatcher.__call__(
+                self, *args, **kws)
         if not several_devices():
             return self._on_stream(stream, None, args, kws)
         device = data_device(args + tuple(kws.values()))
