@@ -269,7 +269,7 @@ class SubstituteNumPyCalls(FunctionPass):
         if isinstance(value, (ir.Global, ir.FreeVar)):
             return value.value if any(value.value is f for f in _STAND_INS) else None
         if isinstance(value, ir.Expr) and value.op == "getattr" and \
-                value.attr in ("sum", "matmul"):
+                value.attr in {f.__name__ for f in _STAND_INS}:
             try:
                 module = func_ir.get_definition(value.value)
             except Exception:      # noqa: BLE001  (several or no definitions)

@@ -10,6 +10,7 @@ from numba.core import types
 
 from .._mlir import arith, ir, memref
 from .build import const_i64, constant_global, dim, to_i64, to_index
+from .casts import cast
 from .errors import UnsupportedConstructError
 from .loops import parallel_for
 from .types import is_fortran, memref_type, storage_type, strided_memref_type
@@ -94,12 +95,13 @@ def transpose(array: ArrayValue, ty, loc, result_ty=None) -> ArrayValue:
 
 def copy_array(lw, source: ArrayValue, result_ty=None) -> ArrayValue:
     """A new array with the elements of `source`, C-ordered unless
-    `result_ty` says otherwise."""
+    `result_ty` says otherwise (and converted to its element type)."""
     extents = shape_of(source)
     result = allocate(lw, result_ty or source.type.copy(layout="C", readonly=False), extents)
+    fromty, toty = source.type.dtype, result.type.dtype
 
     def body(indices):
-        store_element(load_element(source, indices), result, indices)
+        store_element(cast(load_element(source, indices), fromty, toty), result, indices)
     parallel_for(lw, extents, body)
     return result
 

@@ -3,8 +3,8 @@ matrix, matrix-vector and vector products through Numba's `numba_xxgemm`,
 `numba_xxgemv` and `numba_xxdot` helpers, which call SciPy's BLAS
 (runtime/blas.py). On the GPU, matrix products through cuBLAS's gemm (a
 batch of them through its strided-batched gemm), on the stream our kernels
-use (runtime/cublas.py). Each engine resolves the symbols
-by name, so cached code keeps working.
+use (runtime/cublas.py). Each engine resolves the symbols by name, so
+cached code keeps working.
 
 BLAS is column-major. The result C (m x n) is allocated C-ordered, so BLAS
 computes its column-major view C^T = B^T A^T. An operand whose rows are
@@ -35,7 +35,7 @@ CUBLAS_GEMM_SYMBOLS = {"s": "cublasSgemm_v2", "d": "cublasDgemm_v2", "c": "cubla
                        "z": "cublasZgemm_v2"}
 CUBLAS_BATCHED_SYMBOLS = {kind: f"cublas{kind.upper()}gemmStridedBatched" for kind in "sdcz"}
 # every cuBLAS function generated code may call (the engine resolves them)
-CUBLAS_SYMBOLS = frozenset(CUBLAS_GEMM_SYMBOLS.values()) | frozenset(CUBLAS_BATCHED_SYMBOLS.values())
+CUBLAS_SYMBOLS = frozenset([*CUBLAS_GEMM_SYMBOLS.values(), *CUBLAS_BATCHED_SYMBOLS.values()])
 _KIND = {types.float32: "s", types.float64: "d", types.complex64: "c", types.complex128: "z"}
 
 

@@ -34,7 +34,7 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, memref, scf
 from ..lowering import blas
-from ..lowering.arrays import allocate, load_element, shape_of, store_element
+from ..lowering.arrays import allocate, copy_array, load_element, store_element
 from ..lowering.casts import cast
 from ..lowering.loops import parallel_for
 from ..lowering.values import ArrayValue
@@ -73,7 +73,7 @@ def matrix_product(lw, parfor: Parfor) -> Optional[MatrixProduct]:
         found = match.run(min(blocks))
     except _NoMatch:
         return None
-    a, b, c, acc, cols, depth, assigned = found
+    cols, a, b, c, acc, depth = found
     array_types = [lw.typeof(name) for name in (a, b, c)]
     if not all(isinstance(t, types.Array) and t.ndim == 2 for t in array_types):
         return None
@@ -82,7 +82,7 @@ def matrix_product(lw, parfor: Parfor) -> Optional[MatrixProduct]:
             or isinstance(dtype, types.Complex) \
             or acc_type not in (dtype, types.float64 if dtype == types.float32 else dtype):
         return None
-    if assigned & read_outside(lw, parfor):
+    if match.assigned & read_outside(lw, parfor):
         return None
     if len(bounds) == 2:
         rows, cols = bounds
@@ -187,17 +187,19 @@ class _Match:
         return _shape_item(defs, name)
 
     def run(self, entry: int):
+        """(the j loop's size, or None where the loop nest gives it; A, B, C,
+        the accumulator, the k loop's size)."""
         if len(self.indices) == 2:
             i, j = self.indices
-            return self._product_loop(entry, i, j, exit_header=None, blocks=4)
+            return (None,) + self._product_loop(entry, i, j, exit_header=None, blocks=4)
         split = self._flat_split(entry)
         if split is not None:
-            return self._product_loop(entry, *split, exit_header=None, blocks=4)
+            return (None,) + self._product_loop(entry, *split, exit_header=None, blocks=4)
         before, cols, j, middle, done, outer_header = self._range_loop(entry)
         self._check(not before and not self.blocks[done])
-        found = self._product_loop(middle, self.indices[0], j, exit_header=outer_header,
-                                   blocks=7)   # set-up, two headers, two bodies, store, exit
-        return found[:4] + (cols,) + found[5:]
+        # set-up, two headers, two bodies, store, exit
+        return (cols,) + self._product_loop(middle, self.indices[0], j,
+                                            exit_header=outer_header, blocks=7)
 
     def _flat_split(self, entry: int) -> Optional[tuple]:
         """(i, j) if block `entry` starts `[t = index;] i = t // m; j = t % m`
@@ -241,7 +243,7 @@ class _Match:
             self._check(isinstance(store[2], nir.Jump) and store[2].target == exit_header)
         self._assigns(store)
         self._check(len(self.blocks) == blocks)
-        return a, b, store[1].target.name, acc, None, depth, self.assigned
+        return a, b, store[1].target.name, acc, depth
 
     def _zeroed_accumulator(self, stmts: list) -> str:
         """`acc = 0.0` or `acc = np.float32(0)` (np.float64, or the type
@@ -376,7 +378,7 @@ def _widened_product(lw, a: ArrayValue, b: ArrayValue, c: ArrayValue, n, m, p,
     """C[:n, :m] = A @ B with float32 arrays and a float64 accumulator: the
     operands widened (exactly), a float64 gemm, each result rounded once
     into C, as the loop's store rounds its float64 sum. i1: BLAS failed."""
-    wide = [_converted(lw, x, dtype) for x in (a, b)]
+    wide = [copy_array(lw, x, types.Array(dtype, 2, "C")) for x in (a, b)]
     product = allocate(lw, types.Array(dtype, 2, "C"), [n, m])
     failed = blas.gemm_into(lw, *wide, element_address(product.memref),
                             arith.MaxUIOp(m, const_index(1)).result, n, m, p, dtype)
@@ -386,12 +388,3 @@ def _widened_product(lw, a: ArrayValue, b: ArrayValue, c: ArrayValue, n, m, p,
     parallel_for(lw, [n, m], store)
     return failed
 
-
-def _converted(lw, array: ArrayValue, dtype: types.Type) -> ArrayValue:
-    converted = allocate(lw, types.Array(dtype, 2, "C"), shape_of(array))
-
-    def convert(indices):
-        store_element(cast(load_element(array, indices), array.type.dtype, dtype), converted,
-                      indices)
-    parallel_for(lw, shape_of(array), convert)
-    return converted

@@ -77,27 +77,33 @@ def _contract(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> Array
             return blas.gemv(lw, a, b, rows[0], length, result_ty, vector_first=False)
         return blas.gemv(lw, b, a, length, cols[0], result_ty, vector_first=True)
     out = allocate(lw, result_ty, rows + cols)
-    dtype = result_ty.dtype
-    adder = Reduction("dot", dtype, operator.add, 0)
 
     def body(indices):
         i, j = indices[:len(rows)], indices[len(rows):]
-        loop = scf.ForOp(const_index(0), length, const_index(1), [const(dtype, 0)])
-        with ir.InsertionPoint(loop.body):
-            k = loop.induction_variable
-            x = load_element(a, i + [k])
-            y = load_element(b, [k] + j)
-            scf.YieldOp([adder.combine(loop.inner_iter_args[0], _product(x, y, a, b, dtype))])
-        store_element(loop.results[0], out, indices)
+        store_element(_summed_products(a, i, b, [], j, length, result_ty.dtype), out, indices)
     parallel_for(lw, rows + cols, body)
     return out
 
 
+def _summed_products(a: ArrayValue, a_index: list, b: ArrayValue, b_before: list,
+                     b_after: list, length: ir.Value, dtype) -> ir.Value:
+    """The sum over k < length of a[a_index + [k]] * b[b_before + [k] +
+    b_after], in `dtype` and in index order."""
+    adder = Reduction("dot", dtype, operator.add, 0)
+    loop = scf.ForOp(const_index(0), length, const_index(1), [const(dtype, 0)])
+    with ir.InsertionPoint(loop.body):
+        k = loop.induction_variable
+        x = load_element(a, a_index + [k])
+        y = load_element(b, b_before + [k] + b_after)
+        scf.YieldOp([adder.combine(loop.inner_iter_args[0], _product(x, y, a, b, dtype))])
+    return loop.results[0]
+
+
 def _through_blas(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> bool:
-    """Matrix-matrix products in host code, of one BLAS type, go to the
-    target's BLAS (SciPy's on the CPU, as Numba's do; cuBLAS on the GPU where
+    """Matrix-matrix products (and batches of them) in host code, of one
+    BLAS type, go to the target's BLAS (SciPy's on the CPU, as Numba's do; cuBLAS on the GPU where
     it is found); parallel bodies keep the loops."""
-    return (lw.target.library_gemm() and a.type.ndim == b.type.ndim == 2
+    return (lw.target.library_gemm() and a.type.ndim >= 2 and b.type.ndim >= 2
             and _blas_operands(lw, a, b, result_ty.dtype))
 
 
@@ -130,11 +136,9 @@ def _batched(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> ArrayV
     cols = [b_shape[-1]] if b.type.ndim >= 2 else []
     length = _common_length(lw, a_shape[-1], b_shape[-2] if b.type.ndim >= 2 else b_shape[0],
                             "batched")
-    if rows and cols and _blas_operands(lw, a, b, result_ty.dtype) and lw.target.library_gemm():
+    if _through_blas(lw, a, b, result_ty):
         return blas.batched_gemm(lw, a, b, batch, rows[0], cols[0], length, result_ty)
     out = allocate(lw, result_ty, [batch] + rows + cols)
-    dtype = result_ty.dtype
-    adder = Reduction("dot", dtype, operator.add, 0)
     zero = const_index(0)
 
     def member(batch_extent, p):
@@ -145,13 +149,8 @@ def _batched(lw, a: ArrayValue, b: ArrayValue, result_ty: types.Array) -> ArrayV
         p, i, j = indices[0], indices[1:1 + len(rows)], indices[1 + len(rows):]
         a_at = member(a_batch, p) if a.type.ndim == 3 else []
         b_at = member(b_batch, p) if b.type.ndim == 3 else []
-        loop = scf.ForOp(const_index(0), length, const_index(1), [const(dtype, 0)])
-        with ir.InsertionPoint(loop.body):
-            k = loop.induction_variable
-            x = load_element(a, a_at + i + [k])
-            y = load_element(b, b_at + [k] + j)
-            scf.YieldOp([adder.combine(loop.inner_iter_args[0], _product(x, y, a, b, dtype))])
-        store_element(loop.results[0], out, indices)
+        store_element(_summed_products(a, a_at + i, b, b_at, j, length, result_ty.dtype),
+                      out, indices)
     parallel_for(lw, [batch] + rows + cols, body)
     return out
 
