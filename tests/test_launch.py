@@ -4,6 +4,7 @@ checked in PTX without a GPU; the results at sizes around the tile edges are
 checked on both targets (the tail block takes the guarded path)."""
 import re
 
+import numba
 import numpy as np
 import pytest
 from numba import prange
@@ -38,6 +39,18 @@ def powers(x, out):
         out[i] = acc
 
 
+@numba.njit
+def ratio(a, b):
+    if b == 0.0:        # the caller checks the status of the call
+        raise ValueError("zero divisor")
+    return a / b
+
+
+def checked_call(x, y, out):
+    for i in prange(x.shape[0]):
+        out[i] = ratio(x[i], y[i])
+
+
 def reverse_into(x, out):
     n = x.shape[0]
     for i in prange(n):
@@ -53,6 +66,18 @@ def test_every_iteration_runs_once_at_tile_edges(n, target):
     check(clipped, x, np.full(n, np.nan), target=target)
     check(reverse_into, x, np.full(n, np.nan), target=target)
     check(powers, x, np.full(n, np.nan), target=target)
+    check(checked_call, x, y + 1.0, np.full(n, np.nan), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_error_in_one_of_a_threads_iterations_is_raised(target):
+    from numba_mlir_gpu import njit
+    fn = njit(target=target)(checked_call)
+    for n in (1024, 1000):      # a full block (copies interleaved) and the tail path
+        y = np.ones(n)
+        y[n - 3] = 0.0
+        with pytest.raises(ValueError, match="zero divisor"):
+            fn(np.ones(n), y, np.zeros(n))
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -84,6 +109,13 @@ def test_straight_line_bodies_keep_several_loads_in_flight():
     assert first_loads_before_first_store(ptx) >= 8
     # the copies are 256 elements (1 KiB of float32) apart: coalesced per copy
     assert re.search(r"ld\.global\.\w+\s+%r\d+, \[%rd\d+\+3072\]", ptx)
+
+
+def test_status_checks_after_calls_keep_several_loads_in_flight():
+    # the status check of a call that may raise is a branch, not a loop
+    x = np.ones(16)
+    ptx = all_ptx(compile_only(checked_call, x, x, x.copy()))
+    assert first_loads_before_first_store(ptx) >= 8
 
 
 def test_bodies_with_loops_run_one_iteration_per_thread():

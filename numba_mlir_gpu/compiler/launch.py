@@ -3,9 +3,13 @@
 `TileParallelLoops` replaces upstream's scf-parallel-loop-tiling: each outermost
 1-d `scf.parallel` becomes blocks x threads, and each thread runs
 `elements` iterations, `threads` apart (so every copy of a load is coalesced
-across the warp). The copies of a straight-line body are interleaved op by op,
+across the warp). The copies of a loop-free body are interleaved op by op,
 so a thread has `elements` independent loads in flight instead of one; prange
 promises that iterations are independent, so the order between copies is free.
+A body with an inner loop keeps one iteration per thread (its copies would run
+one after the other anyway, with `elements` times the registers); branches
+without loops, such as the status check after a call that may raise, are
+cloned whole.
 A block whose iterations are all in range runs the copies unguarded; only
 the last block checks bounds, one iteration at a time.
 
@@ -40,7 +44,7 @@ class TileParallelLoops:
             return      # n-d or with reductions: never emitted for the GPU; left untiled
         lower, upper, step = loop.operands
         body = _LoopBody(loop, lower, step)
-        elements = self.elements if body.straight_line else 1
+        elements = self.elements if body.loop_free else 1
         with ir.InsertionPoint(loop), loop.location:
             trips = arith.CeilDivUIOp(arith.SubIOp(upper, lower).result, step).result
             tile = _index(self.threads * elements)
@@ -86,8 +90,8 @@ class _LoopBody:
         self.lower, self.step = lower, step
 
     @property
-    def straight_line(self) -> bool:
-        return all(len(op.regions) == 0 for op in self.ops)
+    def loop_free(self) -> bool:
+        return not any(_has_loop(op) for op in self.ops)
 
     def emit(self, *trips: ir.Value) -> None:
         """One copy per trip number k (iteration lower + k * step),
@@ -130,6 +134,21 @@ def _remap(op: ir.Operation, mapping: dict) -> None:
                 inner.operands[i] = mapping[value]
         return ir.WalkResult.ADVANCE
     op.walk(visit)
+
+
+# ops whose regions may run more than once; an execute_region's blocks may branch back
+_LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.execute_region"})
+
+
+def _has_loop(op: ir.Operation) -> bool:
+    found = False
+
+    def visit(inner):
+        nonlocal found
+        found = found or inner.name in _LOOPS
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+    op.walk(visit)
+    return found
 
 
 def _nested_in_parallel(op: ir.Operation) -> bool:
