@@ -115,7 +115,9 @@ def test_status_checks_after_calls_keep_several_loads_in_flight():
     # the status check of a call that may raise is a branch, not a loop
     x = np.ones(16)
     ptx = all_ptx(compile_only(checked_call, x, x, x.copy()))
-    assert first_loads_before_first_store(ptx) >= 8
+    # one iteration per thread would give 2; LLVM may sink a load into its branch
+    assert first_loads_before_first_store(ptx) >= 6
+    assert not re.search(r"\bcall(\.uni)?\s", ptx)   # the callee is inlined before tiling
 
 
 def test_bodies_with_loops_run_one_iteration_per_thread():
