@@ -7,10 +7,6 @@ import os
 
 import pytest
 
-# Differential tests pick their target explicitly; keep the environment out.
-os.environ.pop("NUMBA_MLIR_GPU_TARGET", None)
-
-
 def pytest_collection_modifyitems(config, items):
     from numba_mlir_gpu.runtime.cuda import cuda_device_available
     if cuda_device_available():
