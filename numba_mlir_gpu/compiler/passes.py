@@ -26,6 +26,7 @@ from .deallocation import operations as _ops
 from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
+from .nonnegative import drop_wraparound_of_nonnegative_indices
 from .toolkit import find_toolkit
 
 # Cleanup after lowering: slots to SSA values, then free every temporary
@@ -76,7 +77,8 @@ def cpu_pipeline(threads: int) -> list:
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
     return [reductions_as_loops] + _DEALLOCATION + [
         compare_exchanges, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
-        copies_of_views_as_loops, "builtin.module(" + ",".join([
+        copies_of_views_as_loops, drop_wraparound_of_nonnegative_indices,
+        "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
         "async-runtime-ref-counting",
@@ -170,7 +172,8 @@ def gpu_pipeline(options: GPUOptions) -> list:
     sass = [functools.partial(assemble, ptxas=toolkit.ptxas, opt_level=o.opt_level)] \
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
-        compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+        compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops,
+        drop_wraparound_of_nonnegative_indices, tile,
         outline, *([truncate_fp64] if o.truncate_fp64 else []), ieee_sqrt_in_kernels,
         precise_libm_calls,
         *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
