@@ -1,0 +1,85 @@
+"""The kernel's own function, lowered once per launch signature: the user's
+function for one work-item, taking after its arguments the work-item's
+ids and the launch's sizes (KernelIds), which the id functions read.
+
+Both targets call it per work-item: the GPU from a `gpu.launch` of one
+thread per work-item (its copy in the GPU module is inlined there), the CPU
+from a loop over the items of each work-group (launch.py)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from numba.core import types
+from numba.core.errors import NumbaError
+
+from .._mlir import ir
+from ..lowering.errors import UnsupportedConstructError
+from ..lowering.function import FunctionLowerer
+
+# The id values a kernel function takes, three (dims 0..2) of each, in order.
+ID_KINDS = ("global", "local", "group", "global_size", "local_size", "num_groups")
+
+
+@dataclass
+class KernelContext:
+    """What the lowering of one kernel function learns and needs."""
+    gpu: bool
+    ids: dict = field(default_factory=dict)      # kind -> [index value] * 3
+    shared_bytes: int = 0                        # GPU: dynamic shared memory used
+    barriers: list = field(default_factory=list)     # locations of barriers, collectives
+    shuffles: list = field(default_factory=list)     # locations of shuffles
+    private_arrays: list = field(default_factory=list)   # CPU: their allocas
+
+    def take_shared(self, nbytes: int) -> int:
+        """An offset in the block's dynamic shared memory for `nbytes`."""
+        offset = (self.shared_bytes + 15) // 16 * 16
+        self.shared_bytes = offset + nbytes
+        return offset
+
+
+class KernelBodyLowerer(FunctionLowerer):
+    """A FunctionLowerer whose function takes 18 more `index` parameters:
+    the KernelIds, bound in `kernel` (a KernelContext) for the rules."""
+
+    def __init__(self, state, module_lowering, name: str, context: KernelContext):
+        super().__init__(state, module_lowering, name, entry=False, parallel_depth=1)
+        self.kernel = context
+
+    def _split_arguments(self, flat: list) -> list:
+        index = ir.IndexType.get()
+        extra = [self.entry_block.add_argument(index, ir.Location.unknown())
+                 for _ in range(3 * len(ID_KINDS))]
+        for k, kind in enumerate(ID_KINDS):
+            self.kernel.ids[kind] = extra[3 * k:3 * k + 3]
+        return super()._split_arguments(flat)
+
+    def lower(self, module: ir.Module):
+        fn = super().lower(module)
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        inputs = [a.type for a in self.entry_block.arguments]
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(inputs, list(fn_type.results)))
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        return fn
+
+
+def lower_kernel_function(mlower, py_func, argtypes: tuple, gpu: bool, loc):
+    """Lower `py_func` for `argtypes` as a kernel function into mlower's
+    module; returns (function name, its MLIR parameter types, KernelContext,
+    the typed state)."""
+    try:
+        state = mlower.typed_ir(py_func, argtypes, mlower.typingctx, mlower.targetctx)
+    except (TypeError, NumbaError) as exc:
+        raise exc
+    if not isinstance(types.unliteral(state.return_type), types.NoneType):
+        raise UnsupportedConstructError(
+            f"a kernel that returns a value ({state.return_type}); kernels return nothing",
+            state.func_ir.loc)
+    context = KernelContext(gpu=gpu)
+    base = re.sub(r"[^A-Za-z0-9_]", "_", py_func.__name__)
+    name = f"{base}_kernel_{len(mlower.callees)}_{id(context) % 10000}"
+    lowerer = KernelBodyLowerer(state, mlower, name, context)
+    fn = lowerer.lower(mlower.module)
+    fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    return name, list(fn_type.inputs), list(fn_type.results), context, state

@@ -1,0 +1,293 @@
+"""Lowering rules of the names a kernel calls (api.py), keyed by the Python
+objects, for the kernel function (body.py): ids from its id parameters,
+barriers as the GPU's barrier markers (cpu_groups.py splits the CPU's
+function at them), local arrays in the block's shared memory (GPU) or one
+per work-group (CPU), private arrays on the stack, atomics as
+`memref.atomic_rmw` or a compare-and-exchange, group collectives through
+shared memory (GPU) or exchange buffers (CPU), shuffles as `gpu.shuffle`."""
+from __future__ import annotations
+
+from numba.core import types
+from numba.core.errors import ConstantInferenceError
+
+from .._mlir import arith, func, gpu, ir, memref, scf
+from ..lowering.atomics import _declare_marker, _from_bits, _to_bits
+from ..lowering.build import cmpi, const, const_index, select
+from ..lowering.casts import cast
+from ..lowering.errors import UnsupportedConstructError
+from ..lowering.registry import call_rules
+from ..lowering.types import memref_type, storage_type
+from ..lowering.values import ArrayValue, TupleValue
+from ..targets.gpu.reduce import barrier as gpu_barrier, declare_barrier_marker
+from . import api
+from .typing import ARRAY_MAKERS, ATOMIC_OPS, ATOMIC_TYPES, GROUP_OPS
+
+MAX_GROUP_ITEMS = 1024          # a GPU block's most threads
+CPU_BARRIER = "_numba_mlir_gpu_kernel_barrier"
+CPU_EXCHANGE = "_numba_mlir_gpu_kernel_exchange_"     # + op + element type
+
+
+class KernelConstructError(UnsupportedConstructError):
+    """A kernel construct refused at compile time (kernel API, part 3)."""
+
+    def __init__(self, message: str, loc=None):
+        super().__init__(message, loc)
+
+
+def _context(lw, what: str, loc):
+    context = getattr(lw, "kernel", None)
+    if context is None:
+        raise KernelConstructError(f"{what} outside the body of a @kernel function "
+                                   "(only the kernel itself may call it)", loc)
+    return context
+
+
+def _select_dim(values: list, dim: ir.Value) -> ir.Value:
+    owner = dim.owner
+    if isinstance(owner, ir.Operation) or hasattr(owner, "name"):
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if op.name == "arith.constant":
+            k = ir.IntegerAttr(op.attributes["value"]).value
+            return values[k] if 0 <= k < 3 else const_index(0)
+    dim = arith.IndexCastOp(ir.IndexType.get(), dim).result
+    result = values[0]
+    for k in (1, 2):
+        result = select(cmpi("eq", dim, const_index(k)), values[k], result)
+    return result
+
+
+def _id_rule(kind: str):
+    def rule(lw, args, sig, expr):
+        context = _context(lw, kind.replace("_", " ") + " ids", expr.loc)
+        value = _select_dim(context.ids[kind], args[0])
+        return arith.IndexCastOp(ir.IntegerType.get_signless(64), value).result
+    return rule
+
+
+for _kind, _fn in (("global", api.get_global_id), ("local", api.get_local_id),
+                   ("group", api.get_group_id), ("global_size", api.get_global_size),
+                   ("local_size", api.get_local_size), ("num_groups", api.get_num_groups)):
+    call_rules.register(_fn)(_id_rule(_kind))
+
+
+def flat_local(context):
+    """The work-item's flattened local id (dim 0 fastest) and the group's size."""
+    lid, size = context.ids["local"], context.ids["local_size"]
+    flat = arith.AddIOp(lid[0], arith.MulIOp(size[0], arith.AddIOp(
+        lid[1], arith.MulIOp(size[1], lid[2]).result).result).result).result
+    count = arith.MulIOp(arith.MulIOp(size[0], size[1]).result, size[2]).result
+    return flat, count
+
+
+def emit_barrier(lw) -> None:
+    if lw.kernel.gpu:
+        declare_barrier_marker(lw.mlower.module)
+        gpu_barrier()
+    else:
+        from ..lowering.build import declare_function
+        declare_function(lw.mlower.module, CPU_BARRIER, [], [])
+        func.CallOp([], CPU_BARRIER, [])
+
+
+@call_rules.register(api.barrier)
+def lower_barrier(lw, args, sig, expr):
+    context = _context(lw, "barrier()", expr.loc)
+    context.barriers.append(expr.loc)
+    emit_barrier(lw)
+    return None
+
+
+@call_rules.register(api.mem_fence)
+def lower_mem_fence(lw, args, sig, expr):
+    """Work-items' accesses are not reordered across a call (an opaque
+    point for the compiler); the hardware orders a thread's own accesses."""
+    _context(lw, "mem_fence()", expr.loc)
+    return None
+
+
+# -- local and private arrays --------------------------------------------------
+
+def _constant_shape(lw, expr, what: str) -> tuple:
+    try:
+        shape = lw.func_ir.infer_constant(expr.args[0].name)
+    except (ConstantInferenceError, KeyError, AttributeError):
+        shape = None
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)):
+        raise KernelConstructError(
+            f"{what} with a shape that is not a compile-time constant (local and private "
+            "arrays need a constant shape: literals or global constants)", expr.loc)
+    return shape
+
+
+def _array_rule(kind: str):
+    def rule(lw, args, sig, expr):
+        what = f"{kind}.array()"
+        context = _context(lw, what, expr.loc)
+        shape = _constant_shape(lw, expr, what)
+        ty = sig.return_type
+        element = storage_type(ty.dtype, expr.loc)
+        nbytes = ty.dtype.bitwidth // 8
+        for n in shape:
+            nbytes *= n
+        if kind == "local" and context.gpu:
+            space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+            offset = context.take_shared(nbytes)
+            raw = gpu.DynamicSharedMemoryOp(ir.MemRefType.get(
+                [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+                memory_space=space)).result
+            view = memref.ViewOp(ir.MemRefType.get(list(shape), element, memory_space=space),
+                                 raw, const_index(offset), []).result
+            value = memref.MemorySpaceCastOp(ir.MemRefType.get(list(shape), element),
+                                             view).result
+        else:
+            # CPU local arrays: at the function's top, which cpu_groups.py
+            # makes the work-group's (one per group); private arrays: the
+            # item's stack
+            with ir.InsertionPoint.at_block_begin(lw.entry_block):
+                value = memref.AllocaOp(ir.MemRefType.get(list(shape), element), [], []).result
+            if kind == "private" and not context.gpu:
+                context.private_arrays.append(value)
+        return ArrayValue(memref.CastOp(memref_type(ty), value).result, ty)
+    return rule
+
+
+for _kind, _fn in ARRAY_MAKERS.items():
+    call_rules.register(_fn)(_array_rule(_kind))
+
+
+# -- atomics --------------------------------------------------------------------
+
+def _indices(lw, index, index_ty) -> list:
+    if isinstance(index, TupleValue):
+        return [arith.IndexCastOp(ir.IndexType.get(), cast(v, t, types.intp)).result
+                for v, t in zip(index.items, index.type.types)]
+    return [arith.IndexCastOp(ir.IndexType.get(), cast(index, index_ty, types.intp)).result]
+
+
+def _atomic_rule(op: str):
+    def rule(lw, args, sig, expr):
+        _context(lw, f"atomic.{op}()", expr.loc)
+        array, index = args[0], args[1]
+        dtype = sig.args[0].dtype
+        if dtype not in ATOMIC_TYPES:
+            raise KernelConstructError(
+                f"atomic.{op}() on an array of {dtype} (atomics take arrays of int32, int64, "
+                "float32 or float64)", expr.loc)
+        indices = _indices(lw, index, sig.args[1])
+        values = [cast(v, t, dtype) for v, t in zip(args[2:], sig.args[2:])]
+        is_float = isinstance(dtype, types.Float)
+        if op == "cas":
+            return _compare_exchange(lw, array, indices, values[0], values[1])
+        value = values[0]
+        if op == "sub":
+            value = arith.NegFOp(value).result if is_float else \
+                arith.SubIOp(const(dtype, 0), value).result
+        kind = {"add": "addf" if is_float else "addi", "sub": "addf" if is_float else "addi",
+                "min": "minimumf" if is_float else "mins",
+                "max": "maximumf" if is_float else "maxs",
+                "exchange": "assign", "exch": "assign"}[op]
+        return memref.AtomicRMWOp(getattr(arith.AtomicRMWKind, kind), value, array.memref,
+                                  indices).result
+    return rule
+
+
+def _compare_exchange(lw, array: ArrayValue, indices, expected, new):
+    element = ir.MemRefType(array.memref.type).element_type
+    bits = ir.IntegerType.get_signless(array.type.dtype.bitwidth)
+    marker = _declare_marker(lw.mlower.module, array.memref.type, len(indices), bits)
+    found = func.CallOp([bits], marker, [array.memref, *indices, _to_bits(expected, bits),
+                                         _to_bits(new, bits)]).result
+    return _from_bits(found, element)
+
+
+for _name, _fn in ATOMIC_OPS.items():
+    call_rules.register(_fn)(_atomic_rule(_name))
+
+
+# -- group collectives and shuffles -------------------------------------------------
+
+def _combine(op: str, a, b, dtype):
+    is_float = isinstance(dtype, types.Float)
+    if op == "add":
+        return (arith.AddFOp if is_float else arith.AddIOp)(a, b).result
+    if is_float:   # NaN-propagating, as np.min / np.max
+        return (arith.MinimumFOp if op == "min" else arith.MaximumFOp)(a, b).result
+    signed = getattr(dtype, "signed", False)
+    if op == "min":
+        return (arith.MinSIOp if signed else arith.MinUIOp)(a, b).result
+    return (arith.MaxSIOp if signed else arith.MaxUIOp)(a, b).result
+
+
+def _group_rule(name: str):
+    def rule(lw, args, sig, expr):
+        context = _context(lw, f"group.{name}()", expr.loc)
+        dtype = sig.args[0]
+        value = cast(args[0], sig.args[0], dtype)
+        if isinstance(dtype, types.Boolean) or isinstance(dtype, types.Complex):
+            raise KernelConstructError(f"group.{name}() of {dtype} values", expr.loc)
+        if name.startswith("shuffle"):
+            context.shuffles.append(expr.loc)
+            return shuffle(lw, context, name[len("shuffle_"):], value, args[1], sig.args[1])
+        context.barriers.append(expr.loc)
+        if context.gpu:
+            return _gpu_collective(lw, context, name, value, dtype, args[1:], sig.args[1:])
+        from .cpu_groups import cpu_collective
+        return cpu_collective(lw, context, name, value, dtype, args[1:], sig.args[1:])
+    return rule
+
+
+def _gpu_collective(lw, context, name, value, dtype, rest, rest_types):
+    """Every item's value through a slot of shared memory per item, between
+    barriers; a reduction folds the slots in order of flattened local id in
+    every thread (the same bits in each, and as the CPU computes it)."""
+    element = value.type
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    offset = context.take_shared(MAX_GROUP_ITEMS * 8)
+    raw = gpu.DynamicSharedMemoryOp(ir.MemRefType.get(
+        [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+        memory_space=space)).result
+    slots = memref.ViewOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element, memory_space=space),
+                          raw, const_index(offset), []).result
+    flat, count = flat_local(context)
+    emit_barrier(lw)
+    memref.StoreOp(value, slots, [flat])
+    emit_barrier(lw)
+    if name == "broadcast":
+        source = arith.IndexCastOp(ir.IndexType.get(),
+                                   cast(rest[0], rest_types[0], types.intp)).result
+        result = memref.LoadOp(slots, [source]).result
+    else:
+        first = memref.LoadOp(slots, [const_index(0)]).result
+        loop = scf.ForOp(const_index(1), count, const_index(1), [first])
+        with ir.InsertionPoint(loop.body):
+            other = memref.LoadOp(slots, [loop.induction_variable]).result
+            scf.YieldOp([_combine(name[len("reduce_"):], loop.inner_iter_args[0], other,
+                                  dtype)])
+        result = loop.results[0]
+    emit_barrier(lw)
+    return result
+
+
+def shuffle(lw, context, mode: str, value, lane, lane_ty):
+    """gpu.shuffle within warps of 32 (flattened local ids); a lane outside
+    the warp gives the item's own value. CPU: cpu_groups.py."""
+    if not context.gpu:
+        from .cpu_groups import cpu_shuffle
+        return cpu_shuffle(lw, context, mode, value, lane, lane_ty)
+    i32 = ir.IntegerType.get_signless(32)
+    ty = value.type
+    narrow = isinstance(ty, ir.IntegerType) and ty.width < 32
+    if narrow:
+        value = arith.ExtSIOp(i32, value).result
+    offset = arith.TruncIOp(i32, cast(lane, lane_ty, types.int64)).result
+    gpu_mode = {"idx": gpu.ShuffleMode.IDX, "down": gpu.ShuffleMode.DOWN,
+                "up": gpu.ShuffleMode.UP, "xor": gpu.ShuffleMode.XOR}[mode]
+    op = gpu.ShuffleOp(value, offset, arith.ConstantOp(i32, api.WARP_SIZE).result, gpu_mode)
+    result = select(op.valid, op.shuffleResult, value)
+    return arith.TruncIOp(ty, result).result if narrow else result
+
+
+for _name in GROUP_OPS:
+    call_rules.register(GROUP_OPS[_name])(_group_rule(_name))
