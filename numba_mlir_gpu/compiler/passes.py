@@ -167,9 +167,22 @@ def gpu_pipeline(options: GPUOptions) -> list:
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
         compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
-        outline, *([truncate_fp64] if o.truncate_fp64 else []), ieee_sqrt_in_kernels,
+        outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
+        ieee_sqrt_in_kernels,
         precise_libm_calls,
         *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
+
+
+# Functions that run only in kernels (kernel/body.py marks them): after
+# outlining, their copies in the GPU modules are the ones used; the host's
+# are dropped (they hold GPU-only operations: shared memory, shuffles).
+KERNEL_FUNCTION_ATTR = "numba_mlir_gpu.kernel_function"
+
+
+def drop_kernel_functions(module) -> None:
+    for op in list(module.body.operations):
+        if op.operation.name == "func.func" and KERNEL_FUNCTION_ATTR in op.operation.attributes:
+            op.erase()
 
 
 def reductions_as_loops(module) -> None:

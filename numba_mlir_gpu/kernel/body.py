@@ -14,6 +14,7 @@ from numba.core import types
 from numba.core.errors import NumbaError
 
 from .._mlir import ir
+from ..compiler.passes import KERNEL_FUNCTION_ATTR
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.function import FunctionLowerer
 
@@ -29,6 +30,7 @@ class KernelContext:
     shared_bytes: int = 0                        # GPU: dynamic shared memory used
     barriers: list = field(default_factory=list)     # locations of barriers, collectives
     shuffles: list = field(default_factory=list)     # locations of shuffles
+    shared_base: object = None      # GPU: the block's dynamic shared memory (i8)
     private_arrays: list = field(default_factory=list)   # CPU: their allocas
 
     def take_shared(self, nbytes: int) -> int:
@@ -38,9 +40,16 @@ class KernelContext:
         return offset
 
 
+def shared_memory_type() -> ir.MemRefType:
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    return ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                             ir.IntegerType.get_signless(8), memory_space=space)
+
+
 class KernelBodyLowerer(FunctionLowerer):
-    """A FunctionLowerer whose function takes 18 more `index` parameters:
-    the KernelIds, bound in `kernel` (a KernelContext) for the rules."""
+    """A FunctionLowerer whose function takes 18 more `index` parameters,
+    the ids (ID_KINDS), and on the GPU the block's dynamic shared memory,
+    bound in `kernel` (a KernelContext) for the rules."""
 
     def __init__(self, state, module_lowering, name: str, context: KernelContext):
         super().__init__(state, module_lowering, name, entry=False, parallel_depth=1)
@@ -52,6 +61,9 @@ class KernelBodyLowerer(FunctionLowerer):
                  for _ in range(3 * len(ID_KINDS))]
         for k, kind in enumerate(ID_KINDS):
             self.kernel.ids[kind] = extra[3 * k:3 * k + 3]
+        if self.kernel.gpu:
+            self.kernel.shared_base = self.entry_block.add_argument(
+                shared_memory_type(), ir.Location.unknown())
         return super()._split_arguments(flat)
 
     def lower(self, module: ir.Module):
@@ -61,6 +73,8 @@ class KernelBodyLowerer(FunctionLowerer):
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(inputs, list(fn_type.results)))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        if self.kernel.gpu:
+            fn.attributes[KERNEL_FUNCTION_ATTR] = ir.UnitAttr.get()
         return fn
 
 

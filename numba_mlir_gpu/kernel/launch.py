@@ -28,7 +28,7 @@ from ..lowering.loops import sequential_for
 from ..lowering.registry import call_rules
 from ..lowering.values import TupleValue
 from . import checks, cpu_groups
-from .body import ID_KINDS, lower_kernel_function
+from .body import ID_KINDS, lower_kernel_function, shared_memory_type
 from .typing import _template
 
 
@@ -73,12 +73,12 @@ def lower_launch(lw, args, sig, expr):
     local_size = [_index(v) for v in sizes.items[3:6]]
     groups = [arith.CeilDivUIOp(g, l).result for g, l in zip(global_size, local_size)]
 
-    def call(group_id, local_id, guard: bool):
+    def call(group_id, local_id, guard: bool, shared=()):
         global_id = [arith.AddIOp(arith.MulIOp(g, l).result, t).result
                      for g, l, t in zip(group_id, local_size, local_id)]
         ids = {"global": global_id, "local": local_id, "group": group_id,
                "global_size": global_size, "local_size": local_size, "num_groups": groups}
-        operands = flat + [v for kind in ID_KINDS for v in ids[kind]]
+        operands = flat + [v for kind in ID_KINDS for v in ids[kind]] + list(shared)
         if not guard:
             func.CallOp(results, name, operands)
             return
@@ -96,7 +96,9 @@ def lower_launch(lw, args, sig, expr):
         op = gpu.LaunchOp(tuple(groups), tuple(local_size), dynamic_shared_memory_size=shared)
         block_args = op.regions[0].blocks[0].arguments
         with ir.InsertionPoint(op.regions[0].blocks[0]):
-            call(list(block_args[0:3]), list(block_args[3:6]), guard=not context.barriers)
+            base = gpu.DynamicSharedMemoryOp(shared_memory_type()).result
+            call(list(block_args[0:3]), list(block_args[3:6]), guard=not context.barriers,
+                 shared=[base])
             gpu.TerminatorOp()
         return None
     if context.barriers:

@@ -134,11 +134,8 @@ def _array_rule(kind: str):
         if kind == "local" and context.gpu:
             space = ir.Attribute.parse("#gpu.address_space<workgroup>")
             offset = context.take_shared(nbytes)
-            raw = gpu.DynamicSharedMemoryOp(ir.MemRefType.get(
-                [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-                memory_space=space)).result
             view = memref.ViewOp(ir.MemRefType.get(list(shape), element, memory_space=space),
-                                 raw, const_index(offset), []).result
+                                 context.shared_base, const_index(offset), []).result
             value = memref.MemorySpaceCastOp(ir.MemRefType.get(list(shape), element),
                                              view).result
         else:
@@ -245,11 +242,8 @@ def _gpu_collective(lw, context, name, value, dtype, rest, rest_types):
     element = value.type
     space = ir.Attribute.parse("#gpu.address_space<workgroup>")
     offset = context.take_shared(MAX_GROUP_ITEMS * 8)
-    raw = gpu.DynamicSharedMemoryOp(ir.MemRefType.get(
-        [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-        memory_space=space)).result
     slots = memref.ViewOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element, memory_space=space),
-                          raw, const_index(offset), []).result
+                          context.shared_base, const_index(offset), []).result
     flat, count = flat_local(context)
     emit_barrier(lw)
     memref.StoreOp(value, slots, [flat])
