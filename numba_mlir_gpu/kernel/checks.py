@@ -1,6 +1,102 @@
-"""Compile-time checks of a kernel's typed IR (kernel API, part 3)."""
+"""Compile-time checks of a kernel's typed IR (kernel API, part 3): every
+work-item of a group must reach each barrier and group collective, so none
+may sit under a branch (an `if`, a loop's test) whose condition depends on
+the work-item's id: data flow from get_local_id / get_global_id. A loop
+whose trip count is the same for every item (the tree reduction's
+`while s > 0: ...; s //= 2`) is fine."""
 from __future__ import annotations
+
+from numba.core import ir, types
+from numba.core.analysis import compute_cfg_from_blocks
+
+from . import api
+from .typing import GROUP_OPS
+
+ITEM_IDS = (api.get_local_id, api.get_global_id)
+COLLECTIVES = {api.barrier: "barrier()"}
+COLLECTIVES.update({fn: f"group.{name}()" for name, fn in GROUP_OPS.items()
+                    if not name.startswith("shuffle")})
+
+
+def callee_key(typemap, expr):
+    """The Python object a call's callee type stands for (templates' key)."""
+    fnty = typemap.get(expr.func.name)
+    if isinstance(fnty, types.Function):
+        return fnty.templates[0].key
+    return None
+
+
+def _calls(func_ir):
+    for label, block in func_ir.blocks.items():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) \
+                    and stmt.value.op == "call":
+                yield label, stmt
+
+
+def _used_names(value) -> set:
+    if isinstance(value, ir.Var):
+        return {value.name}
+    if isinstance(value, ir.Expr):
+        return {v.name for v in value.list_vars()}
+    return set()
+
+
+def item_dependent(func_ir, typemap) -> set:
+    """Names of the variables whose values may differ between the items of
+    a group because they come from get_local_id / get_global_id."""
+    tainted = set()
+    for _, stmt in _calls(func_ir):
+        try:
+            key = callee_key(typemap, stmt.value)
+        except (TypeError, AttributeError):
+            key = None
+        if key in ITEM_IDS:
+            tainted.add(stmt.target.name)
+    changed = True
+    while changed:
+        changed = False
+        for block in func_ir.blocks.values():
+            for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and stmt.target.name not in tainted and \
+                        _used_names(stmt.value) & tainted:
+                    tainted.add(stmt.target.name)
+                    changed = True
+    return tainted
+
+
+def _divergent_blocks(func_ir, tainted: set) -> set:
+    """Labels of blocks control-dependent on a branch on a tainted value."""
+    cfg = compute_cfg_from_blocks(func_ir.blocks)
+    postdoms = cfg.post_dominators()
+    divergent = set()
+    for label, block in func_ir.blocks.items():
+        term = block.terminator
+        if not (isinstance(term, ir.Branch) and term.cond.name in tainted):
+            continue
+        for succ in (term.truebr, term.falsebr):
+            # blocks that post-dominate the successor but not the branch
+            for other in func_ir.blocks:
+                if other in postdoms.get(succ, set()) | {succ} and \
+                        other not in postdoms.get(label, set()):
+                    divergent.add(other)
+    return divergent
 
 
 def check_kernel(state) -> None:
-    return None
+    from .rules import KernelConstructError
+    func_ir, typemap = state.func_ir, state.typemap
+    sites = []
+    for label, stmt in _calls(func_ir):
+        key = callee_key(typemap, stmt.value)
+        if key in COLLECTIVES:
+            sites.append((label, stmt, COLLECTIVES[key]))
+    if not sites:
+        return
+    divergent = _divergent_blocks(func_ir, item_dependent(func_ir, typemap))
+    for label, stmt, what in sites:
+        if label in divergent:
+            raise KernelConstructError(
+                f"{what} under a condition or in a loop that depends on the work-item's id "
+                "(get_local_id / get_global_id): every work-item of a group must reach it",
+                stmt.loc)
