@@ -138,14 +138,29 @@ def _array_rule(kind: str):
                                  context.shared_base, const_index(offset), []).result
             value = memref.MemorySpaceCastOp(ir.MemRefType.get(list(shape), element),
                                              view).result
-        else:
-            # CPU local arrays: at the function's top, which cpu_groups.py
-            # makes the work-group's (one per group); private arrays: the
-            # item's stack
+        elif kind == "local":
+            # CPU: at the function's top, which cpu_groups.py makes the
+            # work-group's (one array per group)
             with ir.InsertionPoint.at_block_begin(lw.entry_block):
                 value = memref.AllocaOp(ir.MemRefType.get(list(shape), element), [], []).result
-            if kind == "private" and not context.gpu:
-                context.private_arrays.append(value)
+                return ArrayValue(memref.CastOp(memref_type(ty), value).result, ty)
+        elif context.gpu:
+            with ir.InsertionPoint.at_block_begin(lw.entry_block):
+                value = memref.AllocaOp(ir.MemRefType.get(list(shape), element), [], []).result
+        else:
+            # CPU private arrays: a slice per item of one buffer of the
+            # function (the group's, with cpu_groups.py)
+            size = context.ids["local_size"]
+            with ir.InsertionPoint.at_block_begin(lw.entry_block):
+                count = arith.MulIOp(arith.MulIOp(size[0], size[1]).result, size[2]).result
+                total = arith.MulIOp(count, const_index(max(nbytes, 1))).result
+                raw = memref.AllocaOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                                                        ir.IntegerType.get_signless(8)),
+                                      [total], []).result
+            flat, _ = flat_local(context)
+            offset = arith.MulIOp(flat, const_index(max(nbytes, 1))).result
+            value = memref.ViewOp(ir.MemRefType.get(list(shape), element), raw, offset,
+                                  []).result
         return ArrayValue(memref.CastOp(memref_type(ty), value).result, ty)
     return rule
 
@@ -226,28 +241,44 @@ def _group_rule(name: str):
             raise KernelConstructError(f"group.{name}() of {dtype} values", expr.loc)
         if name.startswith("shuffle"):
             context.shuffles.append(expr.loc)
+            context.barriers.append(expr.loc)      # all items of the warp take part
             return shuffle(lw, context, name[len("shuffle_"):], value, args[1], sig.args[1])
         context.barriers.append(expr.loc)
-        if context.gpu:
-            return _gpu_collective(lw, context, name, value, dtype, args[1:], sig.args[1:])
-        from .cpu_groups import cpu_collective
-        return cpu_collective(lw, context, name, value, dtype, args[1:], sig.args[1:])
+        return _collective(lw, context, name, value, dtype, args[1:], sig.args[1:])
     return rule
 
 
-def _gpu_collective(lw, context, name, value, dtype, rest, rest_types):
-    """Every item's value through a slot of shared memory per item, between
-    barriers; a reduction folds the slots in order of flattened local id in
-    every thread (the same bits in each, and as the CPU computes it)."""
-    element = value.type
-    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    offset = context.take_shared(MAX_GROUP_ITEMS * 8)
-    slots = memref.ViewOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element, memory_space=space),
-                          context.shared_base, const_index(offset), []).result
-    flat, count = flat_local(context)
+def exchange_buffer(lw, context, element: ir.Type) -> ir.Value:
+    """A slot per work-item of the group: GPU shared memory; on the CPU, an
+    array of the function's (the group's, with cpu_groups.py)."""
+    if context.gpu:
+        space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        offset = context.take_shared(MAX_GROUP_ITEMS * 8)
+        return memref.ViewOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element, memory_space=space),
+                             context.shared_base, const_index(offset), []).result
+    with ir.InsertionPoint.at_block_begin(lw.entry_block):
+        return memref.AllocaOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element), [], []).result
+
+
+def _across_barrier(lw, value):
+    """`value` after a barrier (that lets the exchange buffer be used
+    again): kept in a variable slot, which cpu_groups.py gives each item."""
+    with ir.InsertionPoint.at_block_begin(lw.entry_block):
+        slot = memref.AllocaOp(ir.MemRefType.get([], value.type), [], []).result
+    memref.StoreOp(value, slot, [])
     emit_barrier(lw)
+    return memref.LoadOp(slot, []).result
+
+
+def _collective(lw, context, name, value, dtype, rest, rest_types):
+    """Every item's value through its slot of an exchange buffer, between
+    barriers; a reduction folds the slots in order of flattened local id in
+    every item (the same bits in each, on either target)."""
+    slots = exchange_buffer(lw, context, value.type)
+    flat, count = flat_local(context)
     memref.StoreOp(value, slots, [flat])
     emit_barrier(lw)
+    flat, count = flat_local(context)     # values of this side of the barrier
     if name == "broadcast":
         source = arith.IndexCastOp(ir.IndexType.get(),
                                    cast(rest[0], rest_types[0], types.intp)).result
@@ -260,16 +291,14 @@ def _gpu_collective(lw, context, name, value, dtype, rest, rest_types):
             scf.YieldOp([_combine(name[len("reduce_"):], loop.inner_iter_args[0], other,
                                   dtype)])
         result = loop.results[0]
-    emit_barrier(lw)
-    return result
+    return _across_barrier(lw, result)
 
 
 def shuffle(lw, context, mode: str, value, lane, lane_ty):
     """gpu.shuffle within warps of 32 (flattened local ids); a lane outside
-    the warp gives the item's own value. CPU: cpu_groups.py."""
+    the warp gives the item's own value. CPU: through an exchange buffer."""
     if not context.gpu:
-        from .cpu_groups import cpu_shuffle
-        return cpu_shuffle(lw, context, mode, value, lane, lane_ty)
+        return _cpu_shuffle(lw, context, mode, value, lane, lane_ty)
     i32 = ir.IntegerType.get_signless(32)
     ty = value.type
     narrow = isinstance(ty, ir.IntegerType) and ty.width < 32
@@ -279,9 +308,52 @@ def shuffle(lw, context, mode: str, value, lane, lane_ty):
     gpu_mode = {"idx": gpu.ShuffleMode.IDX, "down": gpu.ShuffleMode.DOWN,
                 "up": gpu.ShuffleMode.UP, "xor": gpu.ShuffleMode.XOR}[mode]
     op = gpu.ShuffleOp(value, offset, arith.ConstantOp(i32, api.WARP_SIZE).result, gpu_mode)
-    result = select(op.valid, op.shuffleResult, value)
+    # a lane past the group's last item (a partial last warp) gives the own value
+    flat, count = flat_local(context)
+    warp = const_index(api.WARP_SIZE)
+    own_lane = arith.RemUIOp(flat, warp).result
+    amount = arith.IndexCastOp(ir.IndexType.get(), cast(lane, lane_ty, types.int64)).result
+    source = _source_lane(mode, own_lane, amount)
+    inside = cmpi("ult", arith.AddIOp(arith.SubIOp(flat, own_lane).result, source).result, count)
+    result = select(arith.AndIOp(op.valid, inside).result, op.shuffleResult, value)
     return arith.TruncIOp(ty, result).result if narrow else result
 
 
 for _name in GROUP_OPS:
     call_rules.register(GROUP_OPS[_name])(_group_rule(_name))
+
+
+def _source_lane(mode: str, own_lane, amount):
+    """The lane a shuffle reads (an index; below 0 wraps to a huge value)."""
+    if mode == "idx":
+        return amount
+    if mode == "down":
+        return arith.AddIOp(own_lane, amount).result
+    if mode == "up":
+        return arith.SubIOp(own_lane, amount).result
+    return arith.XOrIOp(own_lane, amount).result
+
+
+def _cpu_shuffle(lw, context, mode: str, value, lane, lane_ty):
+    """The source lane as gpu.shuffle computes it, read from the exchange
+    buffer between barriers; outside the warp (or the group): the own value."""
+    slots = exchange_buffer(lw, context, value.type)
+    lanes = exchange_buffer(lw, context, ir.IndexType.get())
+    flat, count = flat_local(context)
+    memref.StoreOp(value, slots, [flat])
+    memref.StoreOp(arith.IndexCastOp(ir.IndexType.get(), cast(lane, lane_ty, types.int64)).result,
+                   lanes, [flat])
+    emit_barrier(lw)
+    flat, count = flat_local(context)     # values of this side of the barrier
+    amount = memref.LoadOp(lanes, [flat]).result
+    warp = const_index(api.WARP_SIZE)
+    own_lane = arith.RemUIOp(flat, warp).result
+    base = arith.SubIOp(flat, own_lane).result
+    source = _source_lane(mode, own_lane, amount)
+    valid = arith.AndIOp(cmpi("ult", source, warp),
+                         cmpi("ult", arith.AddIOp(base, source).result, count)).result
+    position = select(valid, arith.AddIOp(base, source).result, flat)
+    result = memref.LoadOp(slots, [position]).result
+    own = memref.LoadOp(slots, [flat]).result
+    result = select(valid, result, own)
+    return _across_barrier(lw, result)
