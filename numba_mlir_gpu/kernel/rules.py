@@ -7,6 +7,9 @@ per work-group (CPU), private arrays on the stack, atomics as
 shared memory (GPU) or exchange buffers (CPU), shuffles as `gpu.shuffle`."""
 from __future__ import annotations
 
+import operator
+
+from numba.core import ir as nir
 from numba.core import types
 from numba.core.errors import ConstantInferenceError
 
@@ -107,10 +110,36 @@ def lower_mem_fence(lw, args, sig, expr):
 
 # -- local and private arrays --------------------------------------------------
 
+_BINOPS = {operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+           operator.floordiv: operator.floordiv, operator.mod: operator.mod,
+           operator.lshift: operator.lshift, operator.rshift: operator.rshift}
+
+
+def constant_value(func_ir, var, depth: int = 0):
+    """The compile-time value of `var`: constants, globals, tuples of them
+    and integer arithmetic on them (`(TILE, TILE + 1)`); else ValueError."""
+    if depth > 20:
+        raise ValueError(var)
+    try:
+        return func_ir.infer_constant(var.name)
+    except (ConstantInferenceError, KeyError, AttributeError):
+        pass
+    definition = func_ir.get_definition(var)
+    if isinstance(definition, nir.Expr):
+        if definition.op == "binop" and definition.fn in _BINOPS:
+            return _BINOPS[definition.fn](constant_value(func_ir, definition.lhs, depth + 1),
+                                          constant_value(func_ir, definition.rhs, depth + 1))
+        if definition.op == "build_tuple":
+            return tuple(constant_value(func_ir, v, depth + 1) for v in definition.items)
+    if isinstance(definition, nir.Var):
+        return constant_value(func_ir, definition, depth + 1)
+    raise ValueError(var)
+
+
 def _constant_shape(lw, expr, what: str) -> tuple:
     try:
-        shape = lw.func_ir.infer_constant(expr.args[0].name)
-    except (ConstantInferenceError, KeyError, AttributeError):
+        shape = constant_value(lw.func_ir, expr.args[0])
+    except (ValueError, KeyError, AttributeError, TypeError, ZeroDivisionError):
         shape = None
     if isinstance(shape, int):
         shape = (shape,)
@@ -260,6 +289,14 @@ def exchange_buffer(lw, context, element: ir.Type) -> ir.Value:
         return memref.AllocaOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element), [], []).result
 
 
+def _kept(lw, value):
+    """A loader of `value` valid after a barrier (a variable slot)."""
+    with ir.InsertionPoint.at_block_begin(lw.entry_block):
+        slot = memref.AllocaOp(ir.MemRefType.get([], value.type), [], []).result
+    memref.StoreOp(value, slot, [])
+    return lambda: memref.LoadOp(slot, []).result
+
+
 def _across_barrier(lw, value):
     """`value` after a barrier (that lets the exchange buffer be used
     again): kept in a variable slot, which cpu_groups.py gives each item."""
@@ -277,12 +314,13 @@ def _collective(lw, context, name, value, dtype, rest, rest_types):
     slots = exchange_buffer(lw, context, value.type)
     flat, count = flat_local(context)
     memref.StoreOp(value, slots, [flat])
+    if name == "broadcast":
+        source = _kept(lw, arith.IndexCastOp(ir.IndexType.get(),
+                                             cast(rest[0], rest_types[0], types.intp)).result)
     emit_barrier(lw)
     flat, count = flat_local(context)     # values of this side of the barrier
     if name == "broadcast":
-        source = arith.IndexCastOp(ir.IndexType.get(),
-                                   cast(rest[0], rest_types[0], types.intp)).result
-        result = memref.LoadOp(slots, [source]).result
+        result = memref.LoadOp(slots, [source()]).result
     else:
         first = memref.LoadOp(slots, [const_index(0)]).result
         loop = scf.ForOp(const_index(1), count, const_index(1), [first])
