@@ -12,3 +12,4 @@ __all__ = ["get_global_id", "get_local_id", "get_group_id", "get_global_size",
            "atomic", "group", "LOCAL_MEM_FENCE", "GLOBAL_MEM_FENCE", "WARP_SIZE",
            "OutsideKernelError"]
 from .dispatcher import kernel  # noqa: E402
+__all__ += ["kernel"]

@@ -83,6 +83,43 @@ def _divergent_blocks(func_ir, tainted: set) -> set:
     return divergent
 
 
+def _argument_of(func_ir, var):
+    """The index of the argument `var` is (through copies), if any."""
+    for _ in range(20):
+        try:
+            definition = func_ir.get_definition(var)
+        except KeyError:
+            return None
+        if isinstance(definition, ir.Arg):
+            return definition.index
+        if not isinstance(definition, ir.Var):
+            return None
+        var = definition
+    return None
+
+
+def written_parameters(state) -> set:
+    """Indices of the kernel's arguments it may write: item assignments
+    (lowering/argument_writes.py) and the arrays of its atomics."""
+    from ..lowering.argument_writes import written_arguments
+    from .typing import ATOMIC_OPS
+    written = set(written_arguments(state.func_ir))
+    atomics = set(ATOMIC_OPS.values())
+    for _, stmt in _calls(state.func_ir):
+        expr = stmt.value
+        if callee_key(state.typemap, expr) in atomics and expr.args:
+            index = _argument_of(state.func_ir, expr.args[0])
+            if index is not None:
+                written.add(index)
+        elif callee_key(state.typemap, expr) is None:
+            # a call of another function: it may write any array it is given
+            for arg in expr.args:
+                index = _argument_of(state.func_ir, arg)
+                if index is not None:
+                    written.add(index)
+    return written
+
+
 def check_kernel(state) -> None:
     from .rules import KernelConstructError
     func_ir, typemap = state.func_ir, state.typemap

@@ -23,9 +23,11 @@ import numpy as np
 from numba.core import types
 
 from ..api import njit
-from . import rules, typing  # noqa: F401  (typing and lowering of the kernel API)
+from . import rules, typing
 from .launch import KernelLaunch
 
+# the typing and lowering of the kernel API, registered when imported
+REGISTERED = (rules, typing)
 DEFAULT_ITEMS = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 
 

@@ -20,13 +20,14 @@ from numba.core import types
 from numba.core.extending import typeof_impl
 from numba.core.typing import signature
 
-from .._mlir import arith, func, gpu, ir, scf
-from ..lowering.build import cmpi
+from .._mlir import arith, func, gpu, ir, memref, scf
+from ..lowering.build import cmpi, const_index
 from ..lowering.calls import _conform, _flatten
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import sequential_for
 from ..lowering.registry import call_rules
-from ..lowering.values import TupleValue
+from ..lowering.values import ArrayValue, TupleValue
+from ..runtime.device_arrays import DeviceArrayType
 from . import checks, cpu_groups
 from .body import ID_KINDS, lower_kernel_function, shared_memory_type
 from .typing import _template
@@ -50,6 +51,25 @@ def _typeof_launch(value, context):
     return value.numba_type
 
 
+def _copy_back(lw, args: list, written: set) -> None:
+    """NumPy arrays the kernel writes (stores, atomics) are copied back from
+    their GPU mirrors at the launcher's exit: the launcher's own IR writes
+    nothing, so the GPU target's argument analysis did not ask for it."""
+    strategy = lw.target
+    done = {id(m[0]) for m in strategy.mirrors}
+    for k, value in enumerate(args):
+        if k not in written or not isinstance(value, ArrayValue) or value.origin is None \
+                or isinstance(value.type, DeviceArrayType):
+            continue
+        origin = value.origin
+        if origin in strategy.written or id(value.memref) in done:
+            continue
+        host = lw.arguments[origin][0]
+        ty = lw.argtypes[origin]
+        extents = [memref.DimOp(host, const_index(a)).result for a in range(ty.ndim)]
+        strategy.mirrors.append((value.memref, host, extents, ty.layout == "C"))
+
+
 def _index(value: ir.Value) -> ir.Value:
     return arith.IndexCastOp(ir.IndexType.get(), value).result
 
@@ -65,6 +85,8 @@ def lower_launch(lw, args, sig, expr):
         lw.mlower, launch.py_func, argtypes, gpu_target, expr.loc)
     checks.check_kernel(state)
     launch.collectives[argtypes] = bool(context.barriers)
+    if gpu_target:
+        _copy_back(lw, args[1:], checks.written_parameters(state))
     flat: list = []
     for value, ty in zip(args[1:], argtypes):
         _flatten(value, ty, flat, expr)
