@@ -47,6 +47,25 @@ def _sizes(value, what: str) -> tuple:
     return tuple(int(v) for v in value)
 
 
+_UNCACHED = object()
+
+
+def _kind(value):
+    """What Numba's typing of `value` depends on, cheaply (arrays: class,
+    dtype, dimensions, layout and flags; else the class; None: ask Numba)."""
+    flags = getattr(value, "flags", None)
+    if flags is not None and hasattr(value, "dtype") and hasattr(value, "ndim"):
+        try:
+            return (type(value), value.dtype, value.ndim, bool(flags.c_contiguous),
+                    bool(flags.f_contiguous), bool(getattr(flags, "writeable", True)),
+                    bool(getattr(flags, "aligned", True)))
+        except AttributeError:
+            pass
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return type(value)
+    return _UNCACHED                    # anything else (tuples...): typed by Numba each time
+
+
 def _divisor_at_most(n: int, most: int) -> int:
     for d in range(min(n, most), 0, -1):
         if n % d == 0:
@@ -65,6 +84,7 @@ class Kernel:
         self._launch = KernelLaunch(py_func)
         self._launchers: dict = {}       # number of arguments -> njit dispatcher
         self._collectives: dict = {}     # argument types -> barriers or collectives?
+        self._plans: dict = {}           # _kind of each argument -> (dispatcher, collectives)
         self.__name__ = py_func.__name__
         self.__doc__ = py_func.__doc__
 
@@ -114,6 +134,18 @@ class Kernel:
             self._collectives[sig] = any(self._launch.collectives.values())
         return dispatcher, sig
 
+    def plan(self, args) -> tuple:
+        """(dispatcher, uses barriers or collectives) for arguments like
+        `args`, cached by a cheap key of their kinds (launches repeat)."""
+        key = tuple(map(_kind, args))
+        found = self._plans.get(key)
+        if found is None:
+            dispatcher, sig = self.compile(*args)
+            found = (dispatcher, self._collectives[sig])
+            if _UNCACHED not in key:
+                self._plans[key] = found
+        return found
+
     def inspect_mlir(self, *args, stage: str = "input") -> str:
         from ..api import inspect_mlir
         dispatcher, sig = self.compile(*args)
@@ -138,8 +170,7 @@ class KernelLaunchConfig:
 
     def __call__(self, *args):
         kernel = self.kernel
-        dispatcher, sig = kernel.compile(*args)
-        collectives = kernel._collectives[sig]
+        dispatcher, collectives = kernel.plan(args)
         local = self.local_size or self.choose_local(collectives)
         if math.prod(local) > rules.MAX_GROUP_ITEMS:
             raise KernelLaunchError(f"the local size {local} has more than "
