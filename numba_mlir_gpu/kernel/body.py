@@ -17,6 +17,7 @@ from .._mlir import ir
 from ..compiler.passes import KERNEL_FUNCTION_ATTR
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.function import FunctionLowerer
+from ..lowering.types import flat_types, param_type
 
 # The id values a kernel function takes, three (dims 0..2) of each, in order.
 ID_KINDS = ("global", "local", "group", "global_size", "local_size", "num_groups")
@@ -55,23 +56,26 @@ class KernelBodyLowerer(FunctionLowerer):
         super().__init__(state, module_lowering, name, entry=False, parallel_depth=1)
         self.kernel = context
 
+    def parameter_types(self) -> list:
+        """C-contiguous arrays as identity-layout memrefs (what the launcher
+        has: an index times the element size, no stride to load), then the
+        ids and the GPU's shared memory."""
+        flat = [param_type(t, self.loc, entry=getattr(t, "layout", None) == "C")
+                for ty in self.argtypes for t in flat_types(ty, self.loc)]
+        extra = [ir.IndexType.get()] * (3 * len(ID_KINDS))
+        return flat + extra + ([shared_memory_type()] if self.kernel.gpu else [])
+
     def _split_arguments(self, flat: list) -> list:
-        index = ir.IndexType.get()
-        extra = [self.entry_block.add_argument(index, ir.Location.unknown())
-                 for _ in range(3 * len(ID_KINDS))]
+        count = 3 * len(ID_KINDS) + (1 if self.kernel.gpu else 0)
+        flat, extra = flat[:len(flat) - count], flat[len(flat) - count:]
         for k, kind in enumerate(ID_KINDS):
             self.kernel.ids[kind] = extra[3 * k:3 * k + 3]
         if self.kernel.gpu:
-            self.kernel.shared_base = self.entry_block.add_argument(
-                shared_memory_type(), ir.Location.unknown())
+            self.kernel.shared_base = extra[-1]
         return super()._split_arguments(flat)
 
     def lower(self, module: ir.Module):
         fn = super().lower(module)
-        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-        inputs = [a.type for a in self.entry_block.arguments]
-        fn.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(inputs, list(fn_type.results)))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
         if self.kernel.gpu:
             fn.attributes[KERNEL_FUNCTION_ATTR] = ir.UnitAttr.get()
