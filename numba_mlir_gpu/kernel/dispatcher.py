@@ -28,6 +28,7 @@ from .launch import KernelLaunch
 
 # the typing and lowering of the kernel API, registered when imported
 REGISTERED = (rules, typing)
+MAX_GROUPS = (2 ** 31 - 1, 65535, 65535)     # a CUDA grid's dimensions
 DEFAULT_ITEMS = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 
 
@@ -179,6 +180,9 @@ class KernelLaunchConfig:
             raise KernelLaunchError(
                 f"the kernel {kernel.__name__} uses barriers or group operations: its global "
                 f"size {self.global_size} must be a multiple of its local size {local}")
+        groups = [-(-g // l) for g, l in zip(self.global_size, local)]
+        if any(n > limit for n, limit in zip(groups, MAX_GROUPS)):
+            raise KernelLaunchError(f"{groups} work-groups: at most {MAX_GROUPS} per dimension")
         pad = (1,) * (3 - len(local))
         sizes = tuple(self.global_size) + pad + tuple(local) + pad
         if math.prod(self.global_size) == 0:

@@ -33,6 +33,10 @@ from .body import ID_KINDS, lower_kernel_function, shared_memory_type
 from .typing import _template
 
 
+# The dynamic shared memory a block may use without opting in (cuFuncSetAttribute)
+MAX_SHARED_BYTES = 48 * 1024
+
+
 class KernelLaunch:
     """The callee of a launcher's one call: launches `py_func`."""
 
@@ -114,6 +118,11 @@ def lower_launch(lw, args, sig, expr):
             scf.YieldOp([])
 
     if gpu_target:
+        if context.shared_bytes > MAX_SHARED_BYTES:
+            raise UnsupportedConstructError(
+                f"a kernel whose local arrays and group operations need {context.shared_bytes} "
+                f"bytes of shared memory per work-group (at most {MAX_SHARED_BYTES})",
+                state.func_ir.loc)
         shared = arith.ConstantOp(ir.IntegerType.get_signless(32), context.shared_bytes).result
         op = gpu.LaunchOp(tuple(groups), tuple(local_size), dynamic_shared_memory_size=shared)
         block_args = op.regions[0].blocks[0].arguments

@@ -282,7 +282,8 @@ def exchange_buffer(lw, context, element: ir.Type) -> ir.Value:
     array of the function's (the group's, with cpu_groups.py)."""
     if context.gpu:
         space = ir.Attribute.parse("#gpu.address_space<workgroup>")
-        offset = context.take_shared(MAX_GROUP_ITEMS * 8)
+        width = element.width if isinstance(element, (ir.IntegerType, ir.FloatType)) else 64
+        offset = context.take_shared(MAX_GROUP_ITEMS * max(width // 8, 1))
         return memref.ViewOp(ir.MemRefType.get([MAX_GROUP_ITEMS], element, memory_space=space),
                              context.shared_base, const_index(offset), []).result
     with ir.InsertionPoint.at_block_begin(lw.entry_block):
