@@ -479,3 +479,120 @@ def test_compile_time_errors_name_the_construct_and_the_line(target, pyfunc, dty
 def test_uniform_loops_with_barriers_are_accepted():
     k = kernel(target="compile-only")(block_sum)
     k.compile(np.zeros(4), np.zeros(4))      # no error: the loop's trip count is uniform
+
+
+# -- more shapes of kernels ---------------------------------------------------------------
+
+def smooth_in_group(x, out):
+    """Three rounds of neighbour averaging inside each group, a barrier
+    after each read and each write (a barrier in a uniform `for` loop)."""
+    i = get_global_id(0)
+    lid = get_local_id(0)
+    n = get_local_size(0)
+    buf = local.array(64, np.float64)
+    buf[lid] = x[i]
+    barrier()
+    for _ in range(3):
+        left = buf[lid - 1] if lid > 0 else buf[lid]
+        right = buf[lid + 1] if lid + 1 < n else buf[lid]
+        value = (left + buf[lid] + right) / 3.0
+        barrier()
+        buf[lid] = value
+        barrier()
+    out[i] = buf[lid]
+
+
+def test_barriers_in_a_uniform_for_loop(launch_with):
+    n, local_size = 256, 64
+    x = _rng(7).random(n)
+    out = np.zeros(n)
+    launch_with(smooth_in_group)[n, local_size](x, out)
+    expected = x.reshape(-1, local_size).copy()
+    for _ in range(3):
+        padded = np.concatenate([expected[:, :1], expected, expected[:, -1:]], axis=1)
+        expected = (padded[:, :-2] + padded[:, 1:-1] + padded[:, 2:]) / 3.0
+    np.testing.assert_allclose(out, expected.ravel(), rtol=1e-12)
+
+
+def group_ops_2d(x, out):
+    i, j = get_global_id(0), get_global_id(1)
+    flat = get_local_id(0) + get_local_size(0) * get_local_id(1)
+    out[i, j, 0] = group.reduce_add(x[i, j])
+    out[i, j, 1] = group.broadcast(x[i, j], 5)
+    out[i, j, 2] = flat
+
+
+def test_group_operations_in_two_dimensional_groups(launch_with):
+    shape, local_size = (16, 12), (8, 4)
+    x = _rng(8).integers(0, 100, shape).astype(np.int64)
+    out = np.zeros(shape + (3,), np.int64)
+    launch_with(group_ops_2d)[shape, local_size](x, out)
+    for gi in range(2):
+        for gj in range(3):
+            block = x[gi * 8:(gi + 1) * 8, gj * 4:(gj + 1) * 4]
+            got = out[gi * 8:(gi + 1) * 8, gj * 4:(gj + 1) * 4]
+            assert (got[..., 0] == block.sum()).all()
+            # flattened local id 5: local id (5, 0) (dimension 0 fastest)
+            assert (got[..., 1] == block[5, 0]).all()
+
+
+def runtime_dim(dims, out):
+    i = get_global_id(0)
+    j = get_global_id(1)
+    d = dims[0]
+    out[i, j] = get_global_id(d) + 1000 * get_local_size(d)
+
+
+def test_ids_of_a_dimension_known_at_run_time(launch_with):
+    out = np.zeros((8, 6), np.int64)
+    launch_with(runtime_dim)[(8, 6), (4, 3)](np.array([1]), out)
+    np.testing.assert_array_equal(out, np.broadcast_to(np.arange(6) + 3000, (8, 6)))
+
+
+@pytest.fixture
+def helper():
+    from numba_mlir_gpu import njit
+
+    @njit(target="cpu")        # typed for the call; the kernel compiles its own copy
+    def square(v):
+        return v * v
+    return square
+
+
+def test_kernels_call_jitted_functions(launch_with, helper):
+    def k(x, out):
+        i = get_global_id(0)
+        out[i] = helper(x[i]) + 1.0
+    x = np.arange(50, dtype=np.float32)
+    out = np.zeros_like(x)
+    launch_with(k)[50, 16](x, out)
+    np.testing.assert_array_equal(out, x * x + 1)
+
+
+def view_across_barrier(a, out):
+    i = get_global_id(0)
+    row = a[i]
+    barrier()
+    out[i] = row[0]
+
+
+def test_cpu_refuses_a_view_live_across_a_barrier():
+    k = kernel(target="cpu")(view_across_barrier)
+    with pytest.raises(UnsupportedConstructError, match="lives across a barrier"):
+        k.compile(np.zeros((4, 2)), np.zeros(4))
+
+
+def test_view_across_a_barrier_compiles_for_the_gpu():
+    k = kernel(target="compile-only")(view_across_barrier)
+    assert k.inspect_ptx(np.zeros((4, 2)), np.zeros(4))
+
+
+def test_fp64_truncate_is_passed_to_the_gpu_build():
+    def k(x, out):
+        i = get_global_id(0)
+        out[i] = x[i] * 1.5 + 2.0
+    args = (np.zeros(4), np.zeros(4))
+    native = "\n".join(kernel(target="compile-only")(k).inspect_ptx(*args))
+    truncated = "\n".join(kernel(target="compile-only", fp64="truncate")(k).inspect_ptx(*args))
+    assert ".f64" in native
+    assert "fma.rn.f64" not in truncated and "mul.rn.f64" not in truncated

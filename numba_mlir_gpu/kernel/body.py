@@ -55,6 +55,8 @@ class KernelBodyLowerer(FunctionLowerer):
     def __init__(self, state, module_lowering, name: str, context: KernelContext):
         super().__init__(state, module_lowering, name, entry=False, parallel_depth=1)
         self.kernel = context
+        # CPU: range loops may hold barriers (cpu_groups.py keeps slots per item)
+        self.loop_bounds_in_slots = not context.gpu
 
     def parameter_types(self) -> list:
         """C-contiguous arrays as identity-layout memrefs (what the launcher
