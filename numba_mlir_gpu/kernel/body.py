@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 
 from numba.core import types
-from numba.core.errors import NumbaError
 
 from .._mlir import ir
 from ..compiler.passes import KERNEL_FUNCTION_ATTR
@@ -88,10 +87,7 @@ def lower_kernel_function(mlower, py_func, argtypes: tuple, gpu: bool, loc):
     """Lower `py_func` for `argtypes` as a kernel function into mlower's
     module; returns (function name, its MLIR parameter types, KernelContext,
     the typed state)."""
-    try:
-        state = mlower.typed_ir(py_func, argtypes, mlower.typingctx, mlower.targetctx)
-    except (TypeError, NumbaError) as exc:
-        raise exc
+    state = mlower.typed_ir(py_func, argtypes, mlower.typingctx, mlower.targetctx)
     if not isinstance(types.unliteral(state.return_type), types.NoneType):
         raise UnsupportedConstructError(
             f"a kernel that returns a value ({state.return_type}); kernels return nothing",

@@ -85,7 +85,7 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc) -> None:
     with ir.InsertionPoint.at_block_begin(entry), ir.Location.unknown():
         count = arith.MulIOp(arith.MulIOp(ids["local_size"][0], ids["local_size"][1]).result,
                              ids["local_size"][2]).result
-    state_slot, next_slot, item_slot = [_slot(entry, first_branch, index) for _ in range(3)]
+    state_slot, next_slot, item_slot = [_slot(entry, index) for _ in range(3)]
     scalar_slots = [op for op in entry.operations
                     if op.operation.name == "memref.alloca" and
                     ir.MemRefType(op.results[0].type).rank == 0 and
@@ -202,7 +202,7 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc) -> None:
             "target", loc) from None
 
 
-def _slot(entry, before, ty):
+def _slot(entry, ty):
     with ir.InsertionPoint.at_block_begin(entry), ir.Location.unknown():
         return memref.AllocaOp(ir.MemRefType.get([], ty), [], []).result
 

@@ -30,7 +30,7 @@ from ..lowering.values import ArrayValue, TupleValue
 from ..runtime.device_arrays import DeviceArrayType
 from . import checks, cpu_groups
 from .body import ID_KINDS, lower_kernel_function, shared_memory_type
-from .typing import _template
+from .typing import call_template
 
 
 # The dynamic shared memory a block may use without opting in (cuFuncSetAttribute)
@@ -43,7 +43,8 @@ class KernelLaunch:
     def __init__(self, py_func):
         self.py_func = py_func
         self.collectives: dict = {}   # argtypes -> does the kernel have barriers/collectives
-        self.numba_type = types.Function(_template(self, lambda args: signature(types.none, *args)))
+        self.numba_type = types.Function(
+            call_template(self, lambda args: signature(types.none, *args)))
         call_rules.register(self)(lower_launch)
 
     def __repr__(self) -> str:

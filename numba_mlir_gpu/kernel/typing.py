@@ -46,7 +46,7 @@ def _integer(ty) -> bool:
     return isinstance(types.unliteral(ty), types.Integer)
 
 
-def _template(key, typer):
+def call_template(key, typer):
     """A typing template for the callable `key` whose signature `typer(args)`
     gives (None: not these arguments)."""
     class Template(AbstractTemplate):
@@ -75,9 +75,9 @@ def _fence_signature(args):
 
 
 for _fn in ID_FUNCTIONS:
-    infer_global(_fn)(_template(_fn, _id_signature))
+    infer_global(_fn)(call_template(_fn, _id_signature))
 for _fn in FENCES:
-    infer_global(_fn)(_template(_fn, _fence_signature))
+    infer_global(_fn)(call_template(_fn, _fence_signature))
 
 
 def constant_shape(ty):
@@ -165,13 +165,13 @@ def _value_signature(extra: int):
 
 _FUNCTIONS = {}
 for _name, _fn in ARRAY_MAKERS.items():
-    _FUNCTIONS[(_name, "array")] = types.Function(_template(_fn, _array_signature))
+    _FUNCTIONS[(_name, "array")] = types.Function(call_template(_fn, _array_signature))
 for _name, _fn in ATOMIC_OPS.items():
-    op = "exchange" if _name == "exch" else _name
-    _FUNCTIONS[("atomic", _name)] = types.Function(_template(_fn, _atomic_signature(op)))
+    _FUNCTIONS[("atomic", _name)] = types.Function(
+        call_template(_fn, _atomic_signature("exchange" if _name == "exch" else _name)))
 for _name, _fn in GROUP_OPS.items():
     _FUNCTIONS[("group", _name)] = types.Function(
-        _template(_fn, _value_signature(0 if _name.startswith("reduce") else 1)))
+        call_template(_fn, _value_signature(0 if _name.startswith("reduce") else 1)))
 
 
 @infer_getattr
