@@ -31,7 +31,7 @@ class KernelContext:
     barriers: list = field(default_factory=list)     # locations of barriers, collectives
     shuffles: list = field(default_factory=list)     # locations of shuffles
     shared_base: object = None      # GPU: the block's dynamic shared memory (i8)
-    private_arrays: list = field(default_factory=list)   # CPU: their allocas
+    private_arrays: list = field(default_factory=list)   # CPU: (memref.view, bytes)
 
     def take_shared(self, nbytes: int) -> int:
         """An offset in the block's dynamic shared memory for `nbytes`."""

@@ -43,7 +43,8 @@ def _top_block(op, fn_op):
         op = parent
 
 
-def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc) -> None:
+def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
+            private_arrays=()) -> None:
     """Rewrite the kernel function `fn` (flat args, then ID_KINDS x 3) into
     the work-group function. Its local and global id parameters are then
     unused (the launch passes zeros and the group's first ids)."""
@@ -179,6 +180,8 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc) -> None:
                     memref.StoreOp(operands[0], wide, [item])
             owner.erase()
         slot_op.operation.erase()
+    for view, nbytes in private_arrays:
+        _slice_per_item(view, nbytes, entry, count, fn_op, block_values, ids["local_size"])
     for kind, which in (("local", 1), ("global", 2)):
         for d, arg in enumerate(ids[kind]):
             for use in list(arg.uses):
@@ -200,6 +203,24 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc) -> None:
             "a value other than a scalar variable or a local array (an array view, a private "
             "array, a tuple) that lives across a barrier or group operation, on the CPU "
             "target", loc) from None
+
+
+def _slice_per_item(view, nbytes: int, entry, count, fn_op, block_values, size) -> None:
+    """A private array's view moved onto the running item's slice of one
+    buffer of count x nbytes (allocated at the function's top)."""
+    with ir.InsertionPoint.at_block_terminator(entry), ir.Location.unknown():
+        total = arith.MulIOp(count, const_index(nbytes)).result
+        buffer = memref.AllocaOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                                                   ir.IntegerType.get_signless(8)),
+                                 [total], []).result
+    op = _operation(view)
+    local = block_values(_top_block(op, fn_op))[1]
+    with ir.InsertionPoint(op), ir.Location.unknown():
+        flat = arith.AddIOp(local[0], arith.MulIOp(size[0], arith.AddIOp(
+            local[1], arith.MulIOp(size[1], local[2]).result).result).result).result
+        offset = arith.MulIOp(flat, const_index(nbytes)).result
+    op.operands[0] = buffer
+    op.operands[1] = offset
 
 
 def _slot(entry, ty):
@@ -225,7 +246,7 @@ def run_groups(lw, name, flat, results, context, global_size, local_size, groups
     once per group, groups in parallel."""
     from .rules import CPU_BARRIER
     fn = _find_function(lw.mlower.module, name)
-    rewrite(fn, len(flat), CPU_BARRIER, context.barriers[0])
+    rewrite(fn, len(flat), CPU_BARRIER, context.barriers[0], context.private_arrays)
     zero = const_index(0)
 
     def per_group(indices, accs):

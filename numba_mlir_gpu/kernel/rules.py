@@ -177,19 +177,16 @@ def _array_rule(kind: str):
             with ir.InsertionPoint.at_block_begin(lw.entry_block):
                 value = memref.AllocaOp(ir.MemRefType.get(list(shape), element), [], []).result
         else:
-            # CPU private arrays: a slice per item of one buffer of the
-            # function (the group's, with cpu_groups.py)
-            size = context.ids["local_size"]
+            # CPU private arrays: the item's own buffer, a view of it;
+            # cpu_groups.py makes it a slice per item of a buffer of the group
             with ir.InsertionPoint.at_block_begin(lw.entry_block):
-                count = arith.MulIOp(arith.MulIOp(size[0], size[1]).result, size[2]).result
-                total = arith.MulIOp(count, const_index(max(nbytes, 1))).result
-                raw = memref.AllocaOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                raw = memref.AllocaOp(ir.MemRefType.get([max(nbytes, 1)],
                                                         ir.IntegerType.get_signless(8)),
-                                      [total], []).result
-            flat, _ = flat_local(context)
-            offset = arith.MulIOp(flat, const_index(max(nbytes, 1))).result
-            value = memref.ViewOp(ir.MemRefType.get(list(shape), element), raw, offset,
-                                  []).result
+                                      [], []).result
+            view = memref.ViewOp(ir.MemRefType.get(list(shape), element), raw, const_index(0),
+                                 [])
+            context.private_arrays.append((view, max(nbytes, 1)))
+            value = view.result
         return ArrayValue(memref.CastOp(memref_type(ty), value).result, ty)
     return rule
 
