@@ -1,7 +1,8 @@
 """`@kernel` and its launches: `k[global_size, local_size](*args)`.
 
 A launch runs a small host function our `njit` compiles per argument
-kinds: `launch(sizes, *args)` (launch.py lowers its one call), so argument
+kinds: `launch(g0, g1, g2, l0, l1, l2, *args)` (launch.py lowers its one
+call), so argument
 placement (NumPy arrays copied to the GPU and back, device arrays used in
 place), typing per argument types and the compiled-code cache are the
 njit dispatcher's.
@@ -28,6 +29,7 @@ from .launch import KernelLaunch
 
 # the typing and lowering of the kernel API, registered when imported
 REGISTERED = (rules, typing)
+SIZE_NAMES = ["g0", "g1", "g2", "l0", "l1", "l2"]
 MAX_GROUPS = (2 ** 31 - 1, 65535, 65535)     # a CUDA grid's dimensions
 DEFAULT_ITEMS = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 
@@ -86,6 +88,7 @@ class Kernel:
         self._launchers: dict = {}       # number of arguments -> njit dispatcher
         self._collectives: dict = {}     # argument types -> barriers or collectives?
         self._plans: dict = {}           # _kind of each argument -> (dispatcher, collectives)
+        self._configs: dict = {}         # k[...]'s key -> KernelLaunchConfig (launches repeat)
         self.__name__ = py_func.__name__
         self.__doc__ = py_func.__doc__
 
@@ -97,6 +100,19 @@ class Kernel:
                         f"{self.__name__}[global_size, local_size](...)")
 
     def __getitem__(self, config) -> "KernelLaunchConfig":
+        try:
+            return self._configs[config]
+        except (KeyError, TypeError):
+            pass
+        made = self._configure(config)
+        try:
+            if len(self._configs) < 64:
+                self._configs[config] = made
+        except TypeError:
+            pass
+        return made
+
+    def _configure(self, config) -> "KernelLaunchConfig":
         # k[g, l] (two items: global and local size; l may be None), or k[g]
         # with g an int or a tuple of 1 or 3 ints (a 2-d global size with the
         # local size left to us: k[(n, m), None])
@@ -110,12 +126,12 @@ class Kernel:
     # -- compilation ---------------------------------------------------------
 
     def launcher(self, nargs: int):
-        """The njit dispatcher of `launch(sizes, *args)`."""
+        """The njit dispatcher of `launch(g0, g1, g2, l0, l1, l2, *args)`."""
         fn = self._launchers.get(nargs)
         if fn is None:
-            names = [f"a{i}" for i in range(nargs)]
-            source = (f"def launch_{self.__name__}(sizes, {', '.join(names)}):\n"
-                      f"    kernel_launch(sizes, {', '.join(names)})\n")
+            names = ", ".join(SIZE_NAMES + [f"a{i}" for i in range(nargs)])
+            source = (f"def launch_{self.__name__}({names}):\n"
+                      f"    kernel_launch({names})\n")
             namespace = {"kernel_launch": self._launch}
             exec(source, namespace)
             fn = self._launchers[nargs] = njit(target=self.target, fallback=False,
@@ -123,7 +139,7 @@ class Kernel:
         return fn
 
     def signature(self, args) -> tuple:
-        return (types.UniTuple(types.int64, 6),) + tuple(numba.typeof(a) for a in args)
+        return (types.int64,) * 6 + tuple(numba.typeof(a) for a in args)
 
     def compile(self, *args):
         """Compile for arguments like `args`; returns (dispatcher, signature)."""
@@ -168,27 +184,36 @@ class KernelLaunchConfig:
             raise KernelLaunchError(f"the local size {local_size} and the global size "
                                     f"{global_size} have different numbers of dimensions")
         self.kernel, self.global_size, self.local_size = kernel, global_size, local_size
+        self._resolved: dict = {}       # uses collectives -> the launcher's six sizes
 
     def __call__(self, *args):
-        kernel = self.kernel
-        dispatcher, collectives = kernel.plan(args)
+        dispatcher, collectives = self.kernel.plan(args)
+        sizes = self._resolved.get(collectives)
+        if sizes is None:
+            sizes = self._resolved[collectives] = self.resolve(collectives)
+        if sizes:                           # () for an empty launch
+            dispatcher(*sizes, *args)
+        return None
+
+    def resolve(self, collectives: bool) -> tuple:
+        """The six sizes the launcher takes (global, local, padded to 3-d),
+        () when there is nothing to run; KernelLaunchError for sizes the
+        kernel cannot run with."""
         local = self.local_size or self.choose_local(collectives)
         if math.prod(local) > rules.MAX_GROUP_ITEMS:
             raise KernelLaunchError(f"the local size {local} has more than "
                                     f"{rules.MAX_GROUP_ITEMS} work-items")
         if collectives and any(g % l for g, l in zip(self.global_size, local)):
             raise KernelLaunchError(
-                f"the kernel {kernel.__name__} uses barriers or group operations: its global "
-                f"size {self.global_size} must be a multiple of its local size {local}")
+                f"the kernel {self.kernel.__name__} uses barriers or group operations: its "
+                f"global size {self.global_size} must be a multiple of its local size {local}")
         groups = [-(-g // l) for g, l in zip(self.global_size, local)]
         if any(n > limit for n, limit in zip(groups, MAX_GROUPS)):
             raise KernelLaunchError(f"{groups} work-groups: at most {MAX_GROUPS} per dimension")
-        pad = (1,) * (3 - len(local))
-        sizes = tuple(self.global_size) + pad + tuple(local) + pad
         if math.prod(self.global_size) == 0:
-            return None
-        dispatcher(sizes, *args)
-        return None
+            return ()
+        pad = (1,) * (3 - len(local))
+        return tuple(self.global_size) + pad + tuple(local) + pad
 
     def choose_local(self, collectives: bool) -> tuple:
         default = DEFAULT_ITEMS[len(self.global_size)]

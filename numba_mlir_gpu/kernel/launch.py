@@ -1,6 +1,7 @@
 """The launch of a kernel, as one call in the host function our njit
-compiles (dispatcher.py writes it): `launch(sizes, *args)`, where `sizes` is
-(global 0..2, local 0..2).
+compiles (dispatcher.py writes it): `launch(g0, g1, g2, l0, l1, l2, *args)`,
+the global and local sizes (ints: njit's dispatcher then calls the compiled
+code directly on CuPy arguments) and the kernel's arguments.
 
 GPU: one `gpu.launch` of ceil(global / local) blocks of `local` threads per
 dimension, each thread calling the kernel function (body.py) with its ids;
@@ -26,7 +27,7 @@ from ..lowering.calls import _conform, _flatten
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import sequential_for
 from ..lowering.registry import call_rules
-from ..lowering.values import ArrayValue, TupleValue
+from ..lowering.values import ArrayValue
 from ..runtime.device_arrays import DeviceArrayType
 from . import checks, cpu_groups
 from .body import ID_KINDS, lower_kernel_function, shared_memory_type
@@ -81,23 +82,21 @@ def _index(value: ir.Value) -> ir.Value:
 
 def lower_launch(lw, args, sig, expr):
     launch: KernelLaunch = lw.read(expr.func).obj
-    sizes = args[0]
-    if not isinstance(sizes, TupleValue):
-        raise UnsupportedConstructError("a kernel launch without its sizes", expr.loc)
-    argtypes = tuple(sig.args[1:])
+    sizes, args = args[:6], args[6:]         # global 0..2, local 0..2, then the kernel's
+    argtypes = tuple(sig.args[6:])
     gpu_target = bool(getattr(lw.target, "gpu", False))
     name, params, results, context, state = lower_kernel_function(
         lw.mlower, launch.py_func, argtypes, gpu_target, expr.loc)
     checks.check_kernel(state)
     launch.collectives[argtypes] = bool(context.barriers)
     if gpu_target:
-        _copy_back(lw, args[1:], checks.written_parameters(state))
+        _copy_back(lw, args, checks.written_parameters(state))
     flat: list = []
-    for value, ty in zip(args[1:], argtypes):
+    for value, ty in zip(args, argtypes):
         _flatten(value, ty, flat, expr)
     flat = [_conform(v, t) for v, t in zip(flat, params)]
-    global_size = [_index(v) for v in sizes.items[:3]]
-    local_size = [_index(v) for v in sizes.items[3:6]]
+    global_size = [_index(v) for v in sizes[:3]]
+    local_size = [_index(v) for v in sizes[3:6]]
     groups = [arith.CeilDivUIOp(g, l).result for g, l in zip(global_size, local_size)]
 
     def call(group_id, local_id, guard: bool, shared=()):
