@@ -56,6 +56,14 @@ _UNCACHED = object()
 def _kind(value):
     """What Numba's typing of `value` depends on, cheaply (arrays: class,
     dtype, dimensions, layout and flags; else the class; None: ask Numba)."""
+    cls = type(value)
+    if cls is np.ndarray:
+        dtype = value.dtype           # builtin dtypes by number: hashing a dtype is slow
+        return (cls, dtype.num if dtype.isbuiltin == 1 else dtype, value.ndim, value.flags.num)
+    if hasattr(value, "_c_contiguous"):          # CuPy (frontend/dispatch.py's fast path)
+        dtype = value.dtype
+        return (cls, dtype.num if dtype.isbuiltin == 1 else dtype, value.ndim,
+                value._c_contiguous, value._f_contiguous)
     flags = getattr(value, "flags", None)
     if flags is not None and hasattr(value, "dtype") and hasattr(value, "ndim"):
         try:
