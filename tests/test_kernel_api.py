@@ -8,7 +8,7 @@ import pytest
 
 from numba_mlir_gpu.kernel import (LOCAL_MEM_FENCE, WARP_SIZE, atomic, barrier, get_global_id,
                                    get_global_size, get_group_id, get_local_id, get_local_size,
-                                   get_num_groups, group, kernel, local, private)
+                                   get_num_groups, group, kernel, local, mem_fence, private)
 from numba_mlir_gpu.kernel.dispatcher import KernelLaunchError
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
@@ -596,3 +596,23 @@ def test_fp64_truncate_is_passed_to_the_gpu_build():
     truncated = "\n".join(kernel(target="compile-only", fp64="truncate")(k).inspect_ptx(*args))
     assert ".f64" in native
     assert "fma.rn.f64" not in truncated and "mul.rn.f64" not in truncated
+
+
+def fenced(x, out):
+    i = get_global_id(0)
+    out[i] = x[i]
+    mem_fence(LOCAL_MEM_FENCE)
+    mem_fence()
+    out[i] += 1
+
+
+def test_memory_fences(launch_with):
+    x = np.arange(40.0)
+    out = np.zeros(40)
+    launch_with(fenced)[40, 8](x, out)
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_memory_fences_in_ptx():
+    ptx = _ptx(fenced, np.zeros(4), np.zeros(4))
+    assert "fence.acq_rel.cta" in ptx and "fence.acq_rel.sys" in ptx

@@ -19,7 +19,7 @@ from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
-from .atomics import compare_exchanges
+from .atomics import compare_exchanges, fences
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
 from .deallocation import operations as _ops
@@ -75,7 +75,7 @@ def cpu_pipeline(threads: int) -> list:
     pool of `threads` workers); reductions are chunked per worker first
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
     return [reductions_as_loops] + _DEALLOCATION + [
-        compare_exchanges, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+        compare_exchanges, fences, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
         copies_of_views_as_loops, "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",
@@ -166,7 +166,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
     sass = [functools.partial(assemble, ptxas=toolkit.ptxas, opt_level=o.opt_level)] \
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
-        compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
+        compare_exchanges, fences, barriers_from_markers, prepare, copies_of_views_as_loops, tile,
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
         ieee_sqrt_in_kernels,
         precise_libm_calls,

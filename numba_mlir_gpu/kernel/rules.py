@@ -14,8 +14,9 @@ from numba.core import types
 from numba.core.errors import ConstantInferenceError
 
 from .._mlir import arith, func, gpu, ir, memref, scf
+from ..compiler.atomics import FENCE_MARKER
 from ..lowering.atomics import _declare_marker, _from_bits, _to_bits
-from ..lowering.build import cmpi, const, const_index, select
+from ..lowering.build import cmpi, const, const_index, declare_function, select
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.registry import call_rules
@@ -87,7 +88,6 @@ def emit_barrier(lw) -> None:
         declare_barrier_marker(lw.mlower.module)
         gpu_barrier()
     else:
-        from ..lowering.build import declare_function
         declare_function(lw.mlower.module, CPU_BARRIER, [], [])
         func.CallOp([], CPU_BARRIER, [])
 
@@ -102,9 +102,18 @@ def lower_barrier(lw, args, sig, expr):
 
 @call_rules.register(api.mem_fence)
 def lower_mem_fence(lw, args, sig, expr):
-    """Work-items' accesses are not reordered across a call (an opaque
-    point for the compiler); the hardware orders a thread's own accesses."""
-    _context(lw, "mem_fence()", expr.loc)
+    """An acquire-release fence (`llvm.fence`): the work-group's scope for
+    LOCAL_MEM_FENCE alone (PTX fence.acq_rel.cta), else the whole device."""
+    context = _context(lw, "mem_fence()", expr.loc)
+    flags = api.LOCAL_MEM_FENCE | api.GLOBAL_MEM_FENCE
+    if args:
+        try:
+            flags = int(constant_value(lw.func_ir, expr.args[0]))
+        except (ValueError, KeyError, AttributeError, TypeError):
+            pass
+    scope = "block" if context.gpu and flags == api.LOCAL_MEM_FENCE else "system"
+    marker = declare_function(lw.mlower.module, FENCE_MARKER + scope, [], [])
+    func.CallOp([], marker, [])
     return None
 
 
