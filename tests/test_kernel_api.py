@@ -616,3 +616,16 @@ def test_memory_fences(launch_with):
 def test_memory_fences_in_ptx():
     ptx = _ptx(fenced, np.zeros(4), np.zeros(4))
     assert "fence.acq_rel.cta" in ptx and "fence.acq_rel.sys" in ptx
+
+
+def shuffle_under_id_condition(out):
+    i = get_global_id(0)
+    if i < 3:
+        out[i] = group.shuffle_down(i, 1)
+
+
+@pytest.mark.parametrize("target", ["cpu", "compile-only"])
+def test_shuffle_under_an_id_condition_is_refused(target):
+    k = kernel(target=target)(shuffle_under_id_condition)
+    with pytest.raises(UnsupportedConstructError, match=r"group.shuffle_down\(\) under"):
+        k.compile(np.zeros(8, np.int64))

@@ -1,5 +1,6 @@
 """Compile-time checks of a kernel's typed IR (kernel API, part 3): every
-work-item of a group must reach each barrier and group collective, so none
+work-item of a group must reach each barrier, group collective and shuffle
+(all items of a warp exchange values), so none
 may sit under a branch (an `if`, a loop's test) whose condition depends on
 the work-item's id: data flow from get_local_id / get_global_id. A loop
 whose trip count is the same for every item (the tree reduction's
@@ -14,8 +15,7 @@ from .typing import GROUP_OPS
 
 ITEM_IDS = (api.get_local_id, api.get_global_id)
 COLLECTIVES = {api.barrier: "barrier()"}
-COLLECTIVES.update({fn: f"group.{name}()" for name, fn in GROUP_OPS.items()
-                    if not name.startswith("shuffle")})
+COLLECTIVES.update({fn: f"group.{name}()" for name, fn in GROUP_OPS.items()})
 
 
 def callee_key(typemap, expr):
