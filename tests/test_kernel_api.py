@@ -629,3 +629,33 @@ def test_shuffle_under_an_id_condition_is_refused(target):
     k = kernel(target=target)(shuffle_under_id_condition)
     with pytest.raises(UnsupportedConstructError, match=r"group.shuffle_down\(\) under"):
         k.compile(np.zeros(8, np.int64))
+
+
+_F32, _F64, _I32, _I64 = (np.zeros(64, t) for t in (np.float32, np.float64, np.int32, np.int64))
+
+
+@pytest.mark.parametrize("pyfunc, args", [
+    (ids_1d, (np.zeros((8, 6), np.int64),)),
+    (ids_2d, (np.zeros((8, 8, 3), np.int64),)),
+    (ids_3d, (np.zeros((4, 4, 4), np.int64),)),
+    (axpy, (np.float32(2), _F32, _F32, _F32)),
+    (transpose, (np.zeros((8, 8), np.float32), np.zeros((8, 8), np.float32))),
+    (block_sum, (_F64, _F64)),
+    (private_reverse, (_I32, _I32)),
+    (histogram, (_I64, _I32)),
+    (local_histogram, (_I64, _I32)),
+    (atomic_ops, (np.zeros(4, np.int64), np.zeros(4, np.float64), np.zeros((4, 2), np.int64))),
+    (exchange_and_cas, (np.zeros(1, np.int64), np.zeros(1, np.int32),
+                        np.zeros((4, 2), np.int64))),
+    (group_ops, (_F64, np.zeros((64, 4)))),
+    (group_ops, (_I32, np.zeros((64, 4), np.int32))),
+    (shuffles, (_F32, np.zeros((64, 4), np.float32))),
+    (warp_scan, (_I64, _I64)),
+    (smooth_in_group, (_F64, _F64)),
+    (group_ops_2d, (np.zeros((4, 4), np.int64), np.zeros((4, 4, 3), np.int64))),
+    (runtime_dim, (np.zeros(1, np.int64), np.zeros((4, 4), np.int64))),
+    (view_across_barrier, (np.zeros((4, 2)), _F64)),
+])
+def test_every_kernel_compiles_for_the_gpu(pyfunc, args):
+    """What the GPU runs of these tests compile to, checked here without a GPU."""
+    assert ".entry" in "\n".join(kernel(target="compile-only")(pyfunc).inspect_ptx(*args))
