@@ -659,3 +659,26 @@ _F32, _F64, _I32, _I64 = (np.zeros(64, t) for t in (np.float32, np.float64, np.i
 def test_every_kernel_compiles_for_the_gpu(pyfunc, args):
     """What the GPU runs of these tests compile to, checked here without a GPU."""
     assert ".entry" in "\n".join(kernel(target="compile-only")(pyfunc).inspect_ptx(*args))
+
+
+def private_across_barriers(x, out):
+    i = get_global_id(0)
+    lid = get_local_id(0)
+    p = private.array(3, np.int64)
+    shared = local.array(16, np.int64)
+    for j in range(3):
+        p[j] = x[i] * (j + 1)
+    shared[lid] = p[0]
+    barrier()
+    for j in range(3):
+        p[j] += shared[15 - lid]
+    barrier()
+    out[i] = p[0] + p[1] + p[2]
+
+
+def test_private_arrays_live_across_barriers(launch_with):
+    x = np.arange(64, dtype=np.int64)
+    out = np.zeros(64, np.int64)
+    launch_with(private_across_barriers)[64, 16](x, out)
+    g = x.reshape(-1, 16)
+    np.testing.assert_array_equal(out, (6 * g + 3 * g[:, ::-1]).ravel())

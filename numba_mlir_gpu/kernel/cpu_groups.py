@@ -12,7 +12,8 @@ id-dependent control flow), so barriers in loops of uniform trip count work.
 Per item state: the function's scalar variables are rank-0 slots
 (function.py); each becomes an array of one slot per item, indexed by the
 running item. Local arrays are allocated once (the function's entry runs
-once per group); private arrays get a slice per item of one buffer.
+once per group); private arrays get a slice per item of one buffer (their
+view made again in each block that uses them).
 A value other than these that lives across a barrier (a view of an array,
 say) is refused, naming the kernel.
 
@@ -200,27 +201,44 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
             print(exc)
             print(fn_op.get_asm(print_generic_op_form=False, assume_verified=True))
         raise UnsupportedConstructError(
-            "a value other than a scalar variable or a local array (an array view, a private "
-            "array, a tuple) that lives across a barrier or group operation, on the CPU "
+            "a value other than a scalar variable, a local or a private array (an array view, "
+            "a tuple of arrays) that lives across a barrier or group operation, on the CPU "
             "target", loc) from None
 
 
 def _slice_per_item(view, nbytes: int, entry, count, fn_op, block_values, size) -> None:
     """A private array's view moved onto the running item's slice of one
-    buffer of count x nbytes (allocated at the function's top)."""
+    buffer of count x nbytes (allocated at the function's top); where the
+    array is used in another block (after a barrier), the view is made
+    again there, for the item running then."""
     with ir.InsertionPoint.at_block_terminator(entry), ir.Location.unknown():
         total = arith.MulIOp(count, const_index(nbytes)).result
         buffer = memref.AllocaOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                                    ir.IntegerType.get_signless(8)),
                                  [total], []).result
+
+    def offset_before(op):
+        local = block_values(_top_block(op, fn_op))[1]
+        with ir.InsertionPoint(op), ir.Location.unknown():
+            flat = arith.AddIOp(local[0], arith.MulIOp(size[0], arith.AddIOp(
+                local[1], arith.MulIOp(size[1], local[2]).result).result).result).result
+            return arith.MulIOp(flat, const_index(nbytes)).result
+
     op = _operation(view)
-    local = block_values(_top_block(op, fn_op))[1]
-    with ir.InsertionPoint(op), ir.Location.unknown():
-        flat = arith.AddIOp(local[0], arith.MulIOp(size[0], arith.AddIOp(
-            local[1], arith.MulIOp(size[1], local[2]).result).result).result).result
-        offset = arith.MulIOp(flat, const_index(nbytes)).result
+    home = _top_block(op, fn_op)
     op.operands[0] = buffer
-    op.operands[1] = offset
+    op.operands[1] = offset_before(op)
+    for cast_use in list(op.results[0].uses):
+        cast = _operation(cast_use.owner)
+        for use in list(cast.results[0].uses):
+            owner = _operation(use.owner)
+            if _top_block(owner, fn_op) == home:
+                continue
+            offset = offset_before(owner)
+            with ir.InsertionPoint(owner), ir.Location.unknown():
+                again = memref.ViewOp(op.results[0].type, buffer, offset, []).result
+                again = memref.CastOp(cast.results[0].type, again).result
+            owner.operands[use.operand_number] = again
 
 
 def _slot(entry, ty):
