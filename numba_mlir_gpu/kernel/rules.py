@@ -46,13 +46,15 @@ def _context(lw, what: str, loc):
     return context
 
 
-def _select_dim(values: list, dim: ir.Value) -> ir.Value:
+def _select_dim(values: list, dim: ir.Value, outside: int) -> ir.Value:
+    """values[dim]; `outside` for a constant dim past 2 (OpenCL's 0 for ids,
+    1 for sizes)."""
     owner = dim.owner
     if isinstance(owner, ir.Operation) or hasattr(owner, "name"):
         op = owner.operation if hasattr(owner, "operation") else owner
         if op.name == "arith.constant":
             k = ir.IntegerAttr(op.attributes["value"]).value
-            return values[k] if 0 <= k < 3 else const_index(0)
+            return values[k] if 0 <= k < 3 else const_index(outside)
     dim = arith.IndexCastOp(ir.IndexType.get(), dim).result
     result = values[0]
     for k in (1, 2):
@@ -63,7 +65,8 @@ def _select_dim(values: list, dim: ir.Value) -> ir.Value:
 def _id_rule(kind: str):
     def rule(lw, args, sig, expr):
         context = _context(lw, kind.replace("_", " ") + " ids", expr.loc)
-        value = _select_dim(context.ids[kind], args[0])
+        value = _select_dim(context.ids[kind], args[0],
+                            1 if kind in ("global_size", "local_size", "num_groups") else 0)
         return arith.IndexCastOp(ir.IntegerType.get_signless(64), value).result
     return rule
 
