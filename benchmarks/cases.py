@@ -336,7 +336,13 @@ def np_row_normalise(x, out):
 # ---------------------------------------------------------------- CuPy versions
 
 def cupy_kernels(cp) -> dict:
-    """CuPy's ElementwiseKernels (one pass, like ours) for the loop cases."""
+    """CuPy's ElementwiseKernels (one pass, like ours) for the loop cases,
+    and the RawKernels of the kernel API's cases."""
+    from .kernel_cases import cupy_raw_kernels
+    return {**_loop_kernels(cp), **cupy_raw_kernels(cp)}
+
+
+def _loop_kernels(cp) -> dict:
     ek = cp.ElementwiseKernel
     return {
         "saxpy": ek("T a, T x, T y", "T out", "out = a * x + y", "bench_saxpy"),
@@ -591,4 +597,29 @@ def cases() -> list[Case]:
              cupy=lambda cp, k, args: cp.bincount(args[0], minlength=args[1].shape[0]),
              cupy_label="cupy.bincount", gpu_size=1 << 26, tiny_size=1000, tol=0.0,
              notes="counts[keys[i]] += 1 in a prange (256 bins); Numba parallel=True races"),
+        *kernel_api_cases(),
+    ]
+
+
+def kernel_api_cases() -> list[Case]:
+    """The kernel API (@kernel) against the same kernel as a CuPy RawKernel
+    (kernel_cases.py)."""
+    from . import kernel_cases as kc
+    return [
+        Case("kernel_transpose", kc.kernel_transpose,
+             lambda rng, n: (_f(rng, (n, n), np.float32), np.zeros((n, n), np.float32)),
+             outputs=(1,), work=("bytes", lambda args: 2 * args[0].nbytes),
+             numpy=kc.np_transpose, cupy=kc.cupy_transpose, cupy_label="RawKernel",
+             gpu_size=8192, tiny_size=40, tol=0.0, ours=kc.ours_transpose,
+             numba=kc._numba_transpose,
+             notes="@kernel: 32x32 tiles through a local array, barrier; same as RawKernel"),
+        Case("kernel_histogram", kc.kernel_histogram,
+             lambda rng, n: (rng.integers(0, kc.BINS, n).astype(np.int64),
+                             np.zeros(kc.BINS, np.int64)),
+             outputs=(1,), work=("bytes", lambda args: args[0].nbytes),
+             numpy=kc.np_histogram, cupy=kc.cupy_histogram, cupy_label="RawKernel",
+             gpu_size=1 << 26, tiny_size=1000, tol=0.0, ours=kc.ours_histogram,
+             numba=kc._numba_histogram,
+             notes="@kernel: per-block local histogram with atomics (256 bins); "
+                   "same as RawKernel"),
     ]

@@ -40,6 +40,35 @@ def compare_exchanges(module) -> None:
             symbols.erase(op)
 
 
+# Memory fences (kernel/rules.py: mem_fence): calls of `<FENCE_MARKER>block`
+# (the work-group's scope) or `<FENCE_MARKER>system`, made `llvm.fence`
+# acq_rel here, after deallocation, which refuses the fence as it refuses
+# the exchange.
+FENCE_MARKER = "_numba_mlir_gpu_fence_"
+
+
+def fences(module) -> None:
+    calls = []
+
+    def visit(op):
+        if op.name == "func.call" and ir.FlatSymbolRefAttr(
+                op.attributes["callee"]).value.startswith(FENCE_MARKER):
+            calls.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for op in calls:
+        scope = ir.FlatSymbolRefAttr(op.attributes["callee"]).value[len(FENCE_MARKER):]
+        with ir.InsertionPoint(op), op.location:
+            llvm.FenceOp(llvm.AtomicOrdering.acq_rel,
+                         syncscope="block" if scope == "block" else None)
+        op.erase()
+    symbols = ir.SymbolTable(module.operation)
+    for op in list(module.body.operations):
+        if op.name == "func.func" and \
+                ir.StringAttr(op.attributes["sym_name"]).value.startswith(FENCE_MARKER):
+            symbols.erase(op)
+
+
 def _element_pointer(source: ir.Value, indices: list) -> ir.Value:
     """The address of source[indices] as an `!llvm.ptr`."""
     i64 = ir.IntegerType.get_signless(64)

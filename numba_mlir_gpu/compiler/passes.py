@@ -19,7 +19,7 @@ from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
-from .atomics import compare_exchanges
+from .atomics import compare_exchanges, fences
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
 from .deallocation import operations as _ops
@@ -76,7 +76,7 @@ def cpu_pipeline(threads: int) -> list:
     pool of `threads` workers); reductions are chunked per worker first
     (targets/cpu.py) since the runtime does not split scf.reduce loops."""
     return [reductions_as_loops] + _DEALLOCATION + [
-        compare_exchanges, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
+        compare_exchanges, fences, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
         copies_of_views_as_loops, drop_wraparound_of_nonnegative_indices,
         "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
@@ -172,11 +172,24 @@ def gpu_pipeline(options: GPUOptions) -> list:
     sass = [functools.partial(assemble, ptxas=toolkit.ptxas, opt_level=o.opt_level)] \
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
-        compare_exchanges, barriers_from_markers, prepare, copies_of_views_as_loops,
+        compare_exchanges, fences, barriers_from_markers, prepare, copies_of_views_as_loops,
         drop_wraparound_of_nonnegative_indices, tile,
-        outline, *([truncate_fp64] if o.truncate_fp64 else []), ieee_sqrt_in_kernels,
+        outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
+        ieee_sqrt_in_kernels,
         precise_libm_calls,
         *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
+
+
+# Functions that run only in kernels (kernel/body.py marks them): after
+# outlining, their copies in the GPU modules are the ones used; the host's
+# are dropped (they hold GPU-only operations: shared memory, shuffles).
+KERNEL_FUNCTION_ATTR = "numba_mlir_gpu.kernel_function"
+
+
+def drop_kernel_functions(module) -> None:
+    for op in list(module.body.operations):
+        if op.operation.name == "func.func" and KERNEL_FUNCTION_ATTR in op.operation.attributes:
+            op.erase()
 
 
 def reductions_as_loops(module) -> None:

@@ -7,9 +7,10 @@ in a Python simulator. See docs/user-guide.md, "Kernels".
 from .api import (GLOBAL_MEM_FENCE, LOCAL_MEM_FENCE, WARP_SIZE, OutsideKernelError, atomic,
                   barrier, get_global_id, get_global_size, get_group_id, get_local_id,
                   get_local_size, get_num_groups, group, local, mem_fence, private)
+from .dispatcher import kernel
 from .simulator import kernel_sim
 
 __all__ = ["get_global_id", "get_local_id", "get_group_id", "get_global_size",
            "get_local_size", "get_num_groups", "barrier", "mem_fence", "local", "private",
            "atomic", "group", "LOCAL_MEM_FENCE", "GLOBAL_MEM_FENCE", "WARP_SIZE",
-           "OutsideKernelError", "kernel_sim"]
+           "OutsideKernelError", "kernel", "kernel_sim"]

@@ -127,8 +127,7 @@ class FunctionLowerer:
 
     def lower(self, module: ir.Module) -> func.FuncOp:
         loc = self.loc
-        arg_mlir = [param_type(t, loc, self.entry)
-                    for ty in self.argtypes for t in flat_types(ty, loc)]
+        arg_mlir = self.parameter_types()
         with ir.InsertionPoint(module.body), self.location(loc):
             fn = func.FuncOp(self.name, ir.FunctionType.get(arg_mlir, []))
             entry = fn.add_entry_block()
@@ -155,6 +154,12 @@ class FunctionLowerer:
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(arg_mlir, [status_type()] + result_types))
         return fn
+
+    def parameter_types(self) -> list:
+        """The MLIR types of the function's parameters: its flat arguments
+        (a subclass may take more: kernel/body.py)."""
+        return [param_type(t, self.loc, self.entry)
+                for ty in self.argtypes for t in flat_types(ty, self.loc)]
 
     def _split_arguments(self, flat: list) -> list:
         """Group the flat MLIR block arguments by Numba argument."""

@@ -66,6 +66,10 @@ def getiter(lw, value, ty, expr):
     if isinstance(value, RangeValue):
         counter = lw.new_slot(types.int64)
         memref.StoreOp(value.start, counter, [])
+        if getattr(lw, "loop_bounds_in_slots", False):
+            # bounds read back at each step (kernel/cpu_groups.py keeps the
+            # slots per work-item; mem2reg makes them values again)
+            return RangeIter(counter, _in_slot(lw, value.stop), _in_slot(lw, value.step))
         return RangeIter(counter, value.stop, value.step)
     if isinstance(value, ArrayValue):
         ty = types.unliteral(ty)
@@ -94,14 +98,28 @@ def getiter(lw, value, ty, expr):
     raise UnsupportedConstructError(f"iterating over {ty}", expr.loc)
 
 
+def _in_slot(lw, value: ir.Value) -> ir.Value:
+    slot = lw.new_slot(types.int64)
+    memref.StoreOp(value, slot, [])
+    return slot
+
+
+def _read(value: ir.Value) -> ir.Value:
+    """A range bound: the value, or the value in its slot."""
+    if isinstance(value.type, ir.MemRefType):
+        return memref.LoadOp(value, []).result
+    return value
+
+
 def iternext(lw, it, expr):
     if isinstance(it, RangeIter):
         current = memref.LoadOp(it.counter, []).result
         zero = const_i64(0)
-        valid = select(cmpi("sgt", it.step, zero),
-                       cmpi("slt", current, it.stop),
-                       cmpi("sgt", current, it.stop))
-        memref.StoreOp(arith.AddIOp(current, it.step).result, it.counter, [])
+        stop, step = _read(it.stop), _read(it.step)
+        valid = select(cmpi("sgt", step, zero),
+                       cmpi("slt", current, stop),
+                       cmpi("sgt", current, stop))
+        memref.StoreOp(arith.AddIOp(current, step).result, it.counter, [])
         return IterPair(current, valid)
     if isinstance(it, ArrayIter):
         step = iternext(lw, it.range, expr)
