@@ -174,7 +174,7 @@ def block_sum(x, partial):
 
 
 def _block_sum_case():
-    n = 1000
+    n = 8 * SUM_GROUP     # kernels with barriers take whole groups (KernelLaunchError)
     groups = -(-n // SUM_GROUP)
 
     def inputs():
@@ -309,7 +309,7 @@ def group_collectives(x, out):
 
 
 def _group_case():
-    gs, ls = (24, 10), (8, 4)
+    gs, ls = (24, 12), (8, 4)
 
     def inputs():
         return _rng(7).integers(-1000, 1000, gs[::-1]), np.zeros((4,) + gs[::-1], np.int64)
@@ -360,7 +360,7 @@ def shuffle_reference(x, global_size, local_size, kind, arg):
 
 
 def _shuffles_case():
-    n, ls = 100, 48
+    n, ls = 144, 48
     calls = [("idx", 3), ("idx", 40), ("down", 1), ("down", 5), ("up", 2), ("xor", 1),
              ("xor", 16)]
 
@@ -398,7 +398,7 @@ def warp_scan(x, out):
 
 
 def _scan_case():
-    n = 1000
+    n = 4 * SCAN_GROUP
 
     def inputs():
         return _rng(9).integers(-100, 100, n), np.zeros(n, np.int64)

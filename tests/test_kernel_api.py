@@ -8,21 +8,35 @@ import pytest
 
 from numba_mlir_gpu.kernel import (LOCAL_MEM_FENCE, WARP_SIZE, atomic, barrier, get_global_id,
                                    get_global_size, get_group_id, get_local_id, get_local_size,
-                                   get_num_groups, group, kernel, local, mem_fence, private)
+                                   get_num_groups, group, kernel, kernel_sim, local, mem_fence,
+                                   private)
 from numba_mlir_gpu.kernel.dispatcher import KernelLaunchError
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
+
+from . import kernel_programs
 
 TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
 TILE = 16
 
 
-@pytest.fixture(params=TARGETS)
+@pytest.fixture(params=TARGETS + ["sim"])
 def launch_with(request):
-    """`launch_with(pyfunc)`: the kernel to launch on this target."""
+    """`launch_with(pyfunc)`: the kernel to launch on this target, or in the
+    simulator, which must give the same results."""
     def make(pyfunc):
+        if request.param == "sim":
+            return kernel_sim(pyfunc)
         return kernel(target=request.param)(pyfunc)
     make.target = request.param
     return make
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(kernel_programs.CASES))
+def test_the_simulators_kernel_programs(name, target):
+    """The kernels of tests/kernel_programs.py, which test_kernel_sim.py runs
+    in the simulator, compiled."""
+    kernel_programs.check(kernel_programs.CASES[name], kernel(target=target))
 
 
 def _rng(seed=0):

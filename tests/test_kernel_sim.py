@@ -11,6 +11,7 @@ import pytest
 from numba_mlir_gpu.kernel import (OutsideKernelError, WARP_SIZE, atomic, barrier, get_global_id,
                                    get_global_size, get_local_id, get_local_size, group,
                                    kernel_sim, local, private)
+from numba_mlir_gpu.kernel.dispatcher import KernelLaunchError
 from numba_mlir_gpu.kernel.simulator import (DEFAULT_LOCAL_SIZE, KernelDeadlockError,
                                              launch_sizes)
 
@@ -66,8 +67,9 @@ def test_launch_forms():
     assert seen == [(64, 1, 32, 1), (8, 4, 8, 1), (8, 4, 4, 2)]
     with pytest.raises(TypeError, match=r"record\[global_size, local_size\]"):
         k(None)
-    with pytest.raises(TypeError, match=r"record\[\(8, 4, 2\),\]"):
-        k[8, 4, 2]
+    k[(8, 4), None](None)            # the same, as the compiled kernel also reads it
+    k[8, 4, 2](None)                 # three ints: a 3-D global size
+    assert seen[3:] == [(8, 4, 8, 1)] * 3     # the 3-D launch: two items at (0, 0, k)
 
 
 def test_outside_a_kernel():
@@ -165,17 +167,18 @@ def test_shuffle_by_part_of_a_warp():
         kernel_sim(shuffle_some)[64](np.zeros(64))
 
 
-def test_partial_groups_synchronise_their_active_items():
-    """A barrier in a group with 5 of 32 items, in 2-D: only those wait."""
+def test_partial_groups_refuse_barriers_and_collectives():
+    """As the compiled kernel: a kernel that synchronises its groups needs
+    whole groups (KernelLaunchError); others take any global size."""
     def count(a):
         n = group.reduce_add(1)
         barrier()
         a[get_global_id(1), get_global_id(0)] = n
-    a = np.zeros((6, 9), np.int64)
-    kernel_sim(count)[(9, 6), (8, 4)](a)
-    expected = np.zeros_like(a)
-    expected[:4, :8], expected[:4, 8:], expected[4:, :8], expected[4:, 8:] = 32, 4, 16, 2
-    np.testing.assert_array_equal(a, expected)
+    with pytest.raises(KernelLaunchError, match="must be a multiple of its local size"):
+        kernel_sim(count)[(9, 6), (8, 4)](np.zeros((6, 9), np.int64))
+    a = np.zeros((8, 16), np.int64)
+    kernel_sim(count)[(16, 8), (8, 4)](a)
+    assert (a == 32).all()
 
 
 # ------------------------------------------------------------ exceptions
@@ -240,9 +243,9 @@ def test_local_arrays_are_shared_by_a_group_and_fresh_per_group():
         barrier()
         b[0] = a[0]
         out[get_global_id(0)] = b[0]
-    out = np.zeros(20, np.int64)
-    kernel_sim(k)[20, 8](out)
-    assert out.tolist() == [8] * 16 + [4] * 4
+    out = np.zeros(24, np.int64)
+    kernel_sim(k)[24, 8](out)
+    assert out.tolist() == [8] * 24
 
 
 def test_local_arrays_must_agree_across_items():
@@ -289,11 +292,11 @@ def test_spinning_on_cas_forever_is_an_error():
         kernel_sim(spin)[2](np.zeros(1, np.int64))
 
 
-def test_broadcast_from_an_inactive_item():
+def test_broadcast_from_an_item_outside_the_group():
     def k(a):
-        a[get_global_id(0)] = group.broadcast(1.0, 7)
+        a[get_global_id(0)] = group.broadcast(1.0, 9)
     with pytest.raises(IndexError, match="not an active work-item"):
-        kernel_sim(k)[12, 8](np.zeros(12))
+        kernel_sim(k)[16, 8](np.zeros(16))
 
 
 def test_shuffle_values_of_any_type_and_warp_size():

@@ -38,6 +38,25 @@ class KernelLaunchError(ValueError):
     """A launch whose sizes the kernel cannot run with."""
 
 
+def split_launch(config) -> tuple:
+    """(global size, local size or None) of `k[config]`, for the compiled
+    kernel and the simulator alike: k[g, l] (two items; l may be None),
+    k[g] with g an int or a tuple of 1 or 3 ints. Python makes k[(n, m)]
+    k[n, m], so a 2-d global size with the local size left to us is
+    k[(n, m), None] or k[(n, m),]."""
+    if isinstance(config, tuple) and len(config) == 2:
+        return config
+    if isinstance(config, tuple) and len(config) == 1:
+        return config[0], None
+    return config, None
+
+
+def partial_groups_error(name: str, global_size, local_size) -> KernelLaunchError:
+    return KernelLaunchError(f"the kernel {name} uses barriers or group operations: its global "
+                             f"size {tuple(global_size)} must be a multiple of its local size "
+                             f"{tuple(local_size)}")
+
+
 def _sizes(value, what: str) -> tuple:
     if isinstance(value, (int, np.integer)):
         value = (int(value),)
@@ -121,13 +140,7 @@ class Kernel:
         return made
 
     def _configure(self, config) -> "KernelLaunchConfig":
-        # k[g, l] (two items: global and local size; l may be None), or k[g]
-        # with g an int or a tuple of 1 or 3 ints (a 2-d global size with the
-        # local size left to us: k[(n, m), None])
-        if isinstance(config, tuple) and len(config) == 2:
-            global_size, local_size = config
-        else:
-            global_size, local_size = config, None
+        global_size, local_size = split_launch(config)
         return KernelLaunchConfig(self, _sizes(global_size, "global"),
                                   None if local_size is None else _sizes(local_size, "local"))
 
@@ -212,9 +225,7 @@ class KernelLaunchConfig:
             raise KernelLaunchError(f"the local size {local} has more than "
                                     f"{rules.MAX_GROUP_ITEMS} work-items")
         if collectives and any(g % l for g, l in zip(self.global_size, local)):
-            raise KernelLaunchError(
-                f"the kernel {self.kernel.__name__} uses barriers or group operations: its "
-                f"global size {self.global_size} must be a multiple of its local size {local}")
+            raise partial_groups_error(self.kernel.__name__, self.global_size, local)
         groups = [-(-g // l) for g, l in zip(self.global_size, local)]
         if any(n > limit for n, limit in zip(groups, MAX_GROUPS)):
             raise KernelLaunchError(f"{groups} work-groups: at most {MAX_GROUPS} per dimension")

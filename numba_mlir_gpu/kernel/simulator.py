@@ -51,6 +51,7 @@ import numpy as np
 
 from . import api as _api
 from .api import WARP_SIZE, set_simulator_state
+from .dispatcher import partial_groups_error, split_launch
 
 __all__ = ["kernel_sim", "SimulatedKernel", "KernelDeadlockError", "DEFAULT_LOCAL_SIZE",
            "MAX_GROUP_ITEMS"]
@@ -132,21 +133,7 @@ class SimulatedKernel:
         functools.update_wrapper(self, func)
 
     def __getitem__(self, config):
-        # k[global, local] or k[global]; k[(64, 32)] is k[64, 32] in Python: a
-        # 2-D global size with no local size is written k[(64, 32),]
-        if isinstance(config, tuple):
-            if len(config) == 1:
-                global_size, local_size = config[0], None
-            elif len(config) == 2:
-                global_size, local_size = config
-            else:
-                raise TypeError(f"launch the kernel as {self.__name__}[global_size, local_size]"
-                                f"(...) or {self.__name__}[global_size](...), not with "
-                                f"{config!r} (a global size of several dimensions with no local "
-                                f"size: {self.__name__}[{config!r},])")
-        else:
-            global_size, local_size = config, None
-        gs, ls = launch_sizes(global_size, local_size)
+        gs, ls = launch_sizes(*split_launch(config))
         return functools.partial(self._launch, gs, ls)
 
     def __call__(self, *args, **kwargs):
@@ -265,6 +252,11 @@ class _Item:
         return self._wait(f"shuffle_{kind}", "warp", (value, arg))
 
     def _wait(self, kind, scope, value=None):
+        if self.group.partial:
+            # the compiled kernel refuses such a launch before it runs (dispatcher.py)
+            launch = self.group.launch
+            raise partial_groups_error(launch.kernel.__name__, launch.global_size,
+                                       launch.local_size)
         self.waiting = _Wait(kind, scope, _call_site(), value)
         self.group.launch.scheduler.block(self)
         self.waiting = None
@@ -400,7 +392,7 @@ class _Wait:
 # ----------------------------------------------------------------- groups
 
 class _Group:
-    __slots__ = ("launch", "id", "items", "local_arrays")
+    __slots__ = ("launch", "id", "items", "local_arrays", "partial")
 
     def __init__(self, launch, group_id):
         self.launch = launch
@@ -418,6 +410,7 @@ class _Group:
                     flat = flat * l + i
                 items.append(_Item(self, local, tuple(b + i for b, i in zip(base, local)), flat))
         self.items = items
+        self.partial = any(e < l for e, l in zip(extents, ls))
 
 
 class _Launch:
