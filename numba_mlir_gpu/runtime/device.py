@@ -23,6 +23,13 @@ in a process-local address (that is what lets `cache=True` work).
   pool (`cuMemAllocAsync`); `nmg_alloc_managed`: CUDA managed memory, for
   arrays host code touches; `nmg_alloc_managed_on_device`: managed memory
   prefetched to the GPU (arrays a kernel fills and the host reads later).
+* Managed allocations of at most SMALL_BLOCK bytes (a call's status flag,
+  scalars host code reads back) are SMALL_BLOCK-byte blocks that `nmg_free`
+  keeps on the calling thread's list (a pthread key) for the thread's next
+  call: cuMemAllocManaged, and cuMemFree, which waits for the whole device,
+  cost a vectorize call 0.2 ms (Black-Scholes of 2^24 options on an H100
+  took 0.52 ms instead of the 0.29 ms of its prange form). A thread's blocks
+  are not freed when it ends: a few hundred bytes per thread.
 * `nmg_free` frees either kind; `nmg_memcpy` copies between any two pointers
   (unified addressing), in stream order.
 * A failed allocation or launch is recorded (`nmg_take_failure`) instead of
@@ -39,7 +46,7 @@ import functools
 from .._libs import runtime_library
 from .._mlir import ExecutionEngine, ir, passmanager
 from .cuda import require_device
-from .streams import STREAM_KEY
+from .streams import STREAM_KEY, make_key
 
 FAILURE_NONE, FAILURE_OUT_OF_MEMORY, FAILURE_LAUNCH, FAILURE_FAULT = 0, 1, 2, 3
 
@@ -60,6 +67,8 @@ RUNTIME_FUNCTIONS = {
     "mgpuModuleUnload": "(!llvm.ptr)",
 }
 MAX_DEVICES = 16      # the per-device slots of a loaded binary
+SMALL_BLOCK = 256     # managed allocations up to this size are reused per thread
+SMALL_BLOCKS_KEY = make_key()   # the calling thread's list of free small blocks
 
 _RUNTIME = """
 llvm.func @cuCtxGetCurrent(!llvm.ptr) -> i32
@@ -77,6 +86,8 @@ llvm.func @cuStreamSynchronize(!llvm.ptr) -> i32
 llvm.func @cuMemcpy(i64, i64, i64) -> i32
 llvm.func @cuMemcpyAsync(i64, i64, i64, !llvm.ptr) -> i32
 llvm.func @pthread_getspecific(i32) -> !llvm.ptr
+llvm.func @pthread_setspecific(i32, !llvm.ptr) -> i32
+llvm.func @cuMemGetAddressRange_v2(!llvm.ptr, !llvm.ptr, i64) -> i32
 llvm.func @calloc(i64, i64) -> !llvm.ptr
 llvm.func @cuCtxGetDevice(!llvm.ptr) -> i32
 llvm.func @cuModuleLoadData(!llvm.ptr, !llvm.ptr) -> i32
@@ -344,9 +355,23 @@ llvm.func @nmg_alloc_device(%n: i64) -> !llvm.ptr {
 }
 
 llvm.func @nmg_alloc_managed(%n: i64) -> !llvm.ptr {
+  %small = llvm.mlir.constant(@SMALL_BLOCK@ : i64) : i64
+  %fits = llvm.icmp "ule" %n, %small : i64
+  llvm.cond_br %fits, ^reuse, ^allocate(%n : i64)
+^reuse:
+  %key = llvm.mlir.constant(@SMALL_BLOCKS_KEY@ : i32) : i32
+  %head = llvm.call @pthread_getspecific(%key) : (i32) -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %empty = llvm.icmp "eq" %head, %null : !llvm.ptr
+  llvm.cond_br %empty, ^allocate(%small : i64), ^take
+^take:
+  %next = llvm.load %head : !llvm.ptr -> !llvm.ptr
+  %0 = llvm.call @pthread_setspecific(%key, %next) : (i32, !llvm.ptr) -> i32
+  llvm.return %head : !llvm.ptr
+^allocate(%wanted: i64):
   llvm.call @nmg_bind_context() : () -> ()
   %one = llvm.mlir.constant(1 : i64) : i64
-  %size = llvm.intr.umax(%n, %one) : (i64, i64) -> i64
+  %size = llvm.intr.umax(%wanted, %one) : (i64, i64) -> i64
   %slot = llvm.alloca %one x !llvm.ptr : (i64) -> !llvm.ptr
   %global = llvm.mlir.constant(1 : i32) : i32
   %status = llvm.call @cuMemAllocManaged(%slot, %size, %global) : (!llvm.ptr, i64, i32) -> i32
@@ -390,6 +415,23 @@ llvm.func @nmg_free(%p: !llvm.ptr) {
 ^managed:
   %stream = llvm.call @nmg_stream() : () -> !llvm.ptr
   %1 = llvm.call @cuStreamSynchronize(%stream) : (!llvm.ptr) -> i32
+  %base = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+  %bytes = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+  %range = llvm.call @cuMemGetAddressRange_v2(%base, %bytes, %addr) : (!llvm.ptr, !llvm.ptr, i64) -> i32
+  %size = llvm.load %bytes : !llvm.ptr -> i64
+  %small = llvm.mlir.constant(@SMALL_BLOCK@ : i64) : i64
+  %known = llvm.icmp "eq" %range, %zero : i32
+  %fits = llvm.icmp "ule" %size, %small : i64
+  %keep = llvm.and %known, %fits : i1
+  llvm.cond_br %keep, ^keep, ^release
+^keep:
+  // on the thread's list of free small blocks (nmg_alloc_managed)
+  %key = llvm.mlir.constant(@SMALL_BLOCKS_KEY@ : i32) : i32
+  %head = llvm.call @pthread_getspecific(%key) : (i32) -> !llvm.ptr
+  llvm.store %head, %p : !llvm.ptr, !llvm.ptr
+  %kept = llvm.call @pthread_setspecific(%key, %p) : (i32, !llvm.ptr) -> i32
+  llvm.br ^done
+^release:
   %2 = llvm.call @cuMemFree_v2(%addr) : (i64) -> i32
   llvm.br ^done
 ^device:
@@ -548,6 +590,8 @@ _KEEP: list = []
 def runtime_text() -> str:
     """The runtime module's text for this process (its pthread key)."""
     return (_RUNTIME.replace("@STREAM_KEY@", str(STREAM_KEY))
+            .replace("@SMALL_BLOCKS_KEY@", str(SMALL_BLOCKS_KEY))
+            .replace("@SMALL_BLOCK@", str(SMALL_BLOCK))
             .replace("@MAX_DEVICES@", str(MAX_DEVICES))
             .replace("@BINARY_SLOTS@", str(2 + MAX_DEVICES))
             .replace("@KERNEL_SLOTS@", str(3 + MAX_DEVICES))) + _address_table()

@@ -32,14 +32,15 @@ _libc.pthread_getspecific.argtypes = [ctypes.c_uint]
 _libc.pthread_getspecific.restype = ctypes.c_void_p
 
 
-def _make_key() -> int:
+def make_key() -> int:
+    """A new pthread key, for a per-thread value of the JIT-ed runtime."""
     key = ctypes.c_uint()
     if _libc.pthread_key_create(ctypes.byref(key), None) != 0:
         raise RuntimeError("numba-mlir-gpu: pthread_key_create failed")
     return key.value
 
 
-STREAM_KEY = _make_key()          # pthread_key_t is an unsigned int on Linux (glibc, musl)
+STREAM_KEY = make_key()          # pthread_key_t is an unsigned int on Linux (glibc, musl)
 
 # What this thread's key holds, mirrored here: a call on the stream already
 # set costs an attribute read instead of a ctypes call.
