@@ -236,11 +236,11 @@ def _writes_arguments(fn, expr) -> list:
 
 def _note_expr(func_ir, target: str, expr, aliases: Aliases, targets: set) -> None:
     """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`),
-    a tuple its items;
+    a tuple its items, a cast its value (an Optional array's, frontend/optionals.py);
     in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
     if expr.op in ("getitem", "static_getitem", "getattr", "getiter", "iternext",
-                   "pair_first", "pair_second", "exhaust_iter"):
+                   "pair_first", "pair_second", "exhaust_iter", "cast"):
         aliases.note(target, expr.value.name)     # iterating yields views (rows) too
     elif expr.op == "build_tuple":      # `t = (a, b); t[k][i] = v` writes a or b
         for item in expr.items:

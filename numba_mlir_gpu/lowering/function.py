@@ -27,11 +27,11 @@ from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
                        inplace_array_rules, method_rules, stmt_rules, tuple_operator_rules,
                        ufunc_rules, unary_rules)
-from .types import (flat_types, is_fortran, is_optional_scalar, is_scalar, is_static,
-                    param_type, static_value, storage_type)
-from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalSlots, OptionalValue,
-                     PyValue, RangeSlots, RangeValue, ReturnPlan, SliceValue, TupleValue,
-                     any_array)
+from .types import (flat_types, is_fortran, is_optional_array, is_optional_scalar, is_scalar,
+                    is_static, param_type, static_value, storage_type, strided_memref_type)
+from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalArraySlot, OptionalSlots,
+                     OptionalValue, PyValue, RangeSlots, RangeValue, ReturnPlan, SliceValue,
+                     TupleValue, any_array)
 
 
 class Scope:
@@ -42,6 +42,7 @@ class Scope:
         self.parent = parent
         self.slots: dict[str, ir.Value] = {}
         self.values: dict[str, object] = {}
+        self.none_arrays: dict = {}       # Numba array type -> the placeholder of None
 
     def find_slot(self, name: str) -> Optional[ir.Value]:
         scope = self
@@ -251,6 +252,9 @@ class FunctionLowerer:
             ty = self.typeof(var.name)
             return OptionalValue(self.load_slot(value.valid, types.boolean),
                                  self.load_slot(value.value, ty.type), ty)
+        if isinstance(value, OptionalArraySlot):
+            return OptionalValue(self.load_slot(value.valid, types.boolean), value.array,
+                                 self.typeof(var.name))
         return value
 
     def read_as(self, var: nir.Var, ty: types.Type):
@@ -260,18 +264,24 @@ class FunctionLowerer:
         """casts.cast, and Numba's conversions of Optional values: into an
         Optional (None, a scalar, another Optional) and out of one, which
         raises TypeError when it holds None (as Numba's optional_to_any)."""
-        if is_optional_scalar(types.unliteral(ty)):
+        if isinstance(types.unliteral(ty), types.Optional):
             return self.optional(value, fromty, ty)
         if isinstance(value, OptionalValue):
-            if not is_scalar(types.unliteral(ty)):
+            unwrapped = types.unliteral(ty)
+            if not (is_scalar(unwrapped) or isinstance(unwrapped, types.Array)):
                 return value
+            # Numba's optional_to_any names the held type
             self.errors.raise_if(self, logical_not(value.valid), self.errors.code(
-                TypeError, (f"expected {ty}, got None",)))
+                TypeError, (f"expected {value.type.type}, got None",)))
             return casts.cast(value.value, value.type.type, ty)
         return casts.cast(value, fromty, ty)
 
     def optional(self, value, fromty: types.Type, ty: types.Optional) -> OptionalValue:
         inner = types.unliteral(ty.type)
+        if isinstance(inner, types.Array):
+            return self._optional_array(value, fromty, ty)
+        if not is_scalar(inner):
+            raise UnsupportedConstructError(f"values of type {ty}", self.loc)
         if isinstance(value, OptionalValue):
             return OptionalValue(value.valid, casts.cast(value.value, value.type.type, inner), ty)
         if (isinstance(value, PyValue) and value.obj is None) or \
@@ -283,6 +293,31 @@ class FunctionLowerer:
         if isinstance(fromty, types.Optional):      # a value already of the held type
             fromty = fromty.type
         return OptionalValue(const(types.boolean, 1), casts.cast(value, fromty, inner), ty)
+
+    def _optional_array(self, value, fromty: types.Type, ty: types.Optional) -> OptionalValue:
+        if isinstance(value, OptionalValue):
+            return OptionalValue(value.valid, value.value, ty)
+        if (isinstance(value, PyValue) and value.obj is None) or \
+                isinstance(fromty, (types.NoneType, types.Omitted)):
+            return OptionalValue(const(types.boolean, 0), self.none_array(ty.type), ty)
+        if not isinstance(value, ArrayValue):
+            raise UnsupportedConstructError(
+                f"a {ty} value holding {_describe_value(value)}", self.loc)
+        return OptionalValue(const(types.boolean, 1), value, ty)
+
+    def none_array(self, ty: types.Array) -> ArrayValue:
+        """What an Optional(array) holding None holds: an empty memref on the
+        stack, made once per scope at its top (not in a loop's body), which
+        the buffer deallocation never frees (it owns no allocation) and
+        nothing reads (every use is behind the flag's check)."""
+        scope = self.scope
+        if ty not in scope.none_arrays:
+            strided = strided_memref_type(ty, self.loc)
+            with ir.InsertionPoint.at_block_begin(scope.alloca_block), self.location(self.loc):
+                empty = memref.AllocaOp(
+                    ir.MemRefType.get([0] * ty.ndim, strided.element_type), [], []).result
+                scope.none_arrays[ty] = memref.CastOp(strided, empty).result
+        return ArrayValue(scope.none_arrays[ty], ty, view=True)
 
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
@@ -309,6 +344,9 @@ class FunctionLowerer:
         if is_optional_scalar(types.unliteral(ty)):
             self._write_optional(name, self.optional(value, fromty or ty, ty))
             return
+        if is_optional_array(ty):
+            self._write_optional_array(name, self.optional(value, fromty or ty, ty))
+            return
         bound = self.scope.values.get(name)
         carried = name in self.carried.names and self.region is self.body_region
         if bound is not None and bound is not value and not carried:
@@ -327,6 +365,24 @@ class FunctionLowerer:
                 self.new_slot(types.boolean), self.new_slot(value.type.type))
         self.store_slot(value.valid, slots.valid, types.boolean)
         self.store_slot(value.value, slots.value, value.type.type)
+
+    def _write_optional_array(self, name: str, value: OptionalValue) -> None:
+        """An Optional(array) variable: the flag in a slot, the array bound
+        (a carried variable's block argument, carried.py, when it is assigned
+        on several paths)."""
+        held = self.scope.find_value(name)
+        carried = name in self.carried.names and self.region is self.body_region
+        if isinstance(held, OptionalArraySlot):
+            if not carried and held.array is not value.value:
+                raise UnsupportedConstructError(
+                    f"assigning variable '{name}' of type {value.type} more than once here "
+                    "(Optional arrays may be reassigned in the function's own code, not in a "
+                    "prange body)", self.loc)
+            slot = held.valid
+        else:
+            slot = self.new_slot(types.boolean)
+        self.store_slot(value.valid, slot, types.boolean)
+        self.scope.values[name] = OptionalArraySlot(slot, value.value)
 
     def _write_range(self, name: str, value: RangeValue) -> None:
         """A range object lives in three i64 slots (start, stop, step), so
@@ -408,6 +464,9 @@ class FunctionLowerer:
             return PyValue(static_value(ty))
         if is_optional_scalar(ty):
             return OptionalValue(flat.pop(0), flat.pop(0), ty)
+        if is_optional_array(ty):
+            valid = flat.pop(0)
+            return OptionalValue(valid, self._rebuild(ty.type, flat, origin, in_tuple), ty)
         value = flat.pop(0)
         if isinstance(ty, types.Array):
             if not self.entry:         # (origin: to tell which parameter a callee returns)
@@ -560,6 +619,18 @@ class FunctionLowerer:
         elif is_optional_scalar(resty):
             held = self.optional(value, ty, resty)
             results += [held.valid, held.value]
+        elif is_optional_array(resty) and not is_fortran(resty.type):
+            # a new array the caller owns, of one type on every return: a
+            # None's placeholder or a view copied (empty for None)
+            held = self.optional(value, ty, resty)
+            array = held.value
+            origins.append(None)
+            params.append(None)
+            if array.view or array.origin is not None:
+                array = copy_array(self, array)
+            strided = strided_memref_type(resty.type, self.loc)
+            results += [held.valid, array.memref if array.memref.type == strided
+                        else memref.CastOp(strided, array.memref).result]
         else:
             raise UnsupportedConstructError(f"returning {resty}", self.loc)
 
