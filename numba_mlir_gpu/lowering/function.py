@@ -509,6 +509,9 @@ class FunctionLowerer:
         implementation = calls.jitted_implementation(self, expr, sig)
         if implementation is not None:
             return calls.call_jitted(self, *implementation, args, expr, sig.return_type)
+        if isinstance(callee, PyValue) and type(callee.obj) in ufunc_rules:
+            # a numba.vectorize DUFunc: as a NumPy ufunc, its kernel per element
+            return ufunc_rules.get(type(callee.obj))(self, callee.obj, args, sig, expr)
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def _named_tuple(self, args: list, sig, expr) -> TupleValue:
