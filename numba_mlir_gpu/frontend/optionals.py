@@ -11,6 +11,12 @@ there `z` is no array, so `x + z` became a loop whose body added the whole of
 so that the rewrites see an array and every lowering (ours, and Numba's for
 the host fallback) checks for None where Numba's own lowering does.
 
+An array copied into an Optional(array) variable (`z.2 = z.1`, where the
+paths of `z = None` and `z = a` join) goes through `wrap_optional(z.1)`:
+Numba's array analysis takes the copy for an equivalence of the array's
+extents with the Optional, which it sees as a scalar, and asserts for 2-d
+arrays (lowering/optionals.py).
+
 Operands whose type in the signature stays Optional (`z is None`, a jitted
 function called with `z`, which gets an Optional parameter as in Numba) are
 left as they are.
@@ -20,7 +26,7 @@ from __future__ import annotations
 from numba.core import ir, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 
-from ..lowering.optionals import unwrap_optional
+from ..lowering.optionals import unwrap_optional, wrap_optional
 
 # expressions whose operand (`value`) is cast to the array type, signature or not
 _VALUE_OPS = ("getattr", "getitem", "static_getitem", "getiter", "unary")
@@ -59,7 +65,8 @@ def _operands(stmt, calltypes) -> list[tuple]:
 
 @register_pass(mutates_CFG=False, analysis_only=False)
 class UnwrapOptionalArrays(FunctionPass):
-    """`unwrap_optional` calls for Optional(array) operands used as arrays."""
+    """`unwrap_optional` calls for Optional(array) operands used as arrays,
+    `wrap_optional` calls for arrays copied into Optional(array) variables."""
 
     _name = "numba_mlir_gpu_unwrap_optional_arrays"
 
@@ -71,11 +78,39 @@ class UnwrapOptionalArrays(FunctionPass):
         if not any(_is_optional_array(t) for t in typemap.values()):
             return False
         func_ir, typingctx = state.func_ir, state.typingctx
-        fnty = typingctx.resolve_value_type(unwrap_optional)
+        unwrap = typingctx.resolve_value_type(unwrap_optional)
+        wrap = typingctx.resolve_value_type(wrap_optional)
+
+        def convert(body, function, fnty, var, result_ty, name):
+            """`name = function(var)` appended to body; the new variable."""
+            loc = var.loc
+            fn = var.scope.redefine(f"${function.__name__}", loc)
+            typemap[fn.name] = fnty
+            result = var.scope.redefine(name, loc)
+            typemap[result.name] = result_ty
+            call = ir.Expr.call(fn, [var], (), loc)
+            calltypes[call] = fnty.get_call_type(typingctx, (typemap[var.name],), {})
+            for target, value in ((fn, ir.Global(function.__name__, function, loc)),
+                                  (result, call)):
+                body.append(ir.Assign(value, target, loc))
+                func_ir._definitions[target.name] = [value]
+            return result
+
         changed = False
         for block in state.func_ir.blocks.values():
             body = []
             for stmt in block.body:
+                if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Var) and \
+                        _is_optional_array(typemap.get(stmt.target.name)) and \
+                        isinstance(typemap.get(stmt.value.name), types.Array):
+                    copied = stmt.value
+                    stmt.value = convert(body, wrap_optional, wrap, copied,
+                                         types.Optional(typemap[copied.name]),
+                                         f"{copied.name}.wrapped")
+                    func_ir._definitions[stmt.target.name] = [
+                        stmt.value if d is copied else d
+                        for d in func_ir._definitions.get(stmt.target.name, [])]
+                    changed = True
                 for holder, key, sig, index in _operands(stmt, calltypes):
                     var = holder[key] if isinstance(key, int) else getattr(holder, key)
                     ty = typemap.get(var.name)
@@ -85,17 +120,8 @@ class UnwrapOptionalArrays(FunctionPass):
                     if isinstance(holder, ir.Expr) and holder.op == "getattr" \
                             and holder.attr == "__class__":
                         continue
-                    loc = var.loc
-                    fn = var.scope.redefine("$unwrap_optional", loc)
-                    typemap[fn.name] = fnty
-                    unwrapped = var.scope.redefine(f"{var.name}.unwrapped", loc)
-                    typemap[unwrapped.name] = ty.type
-                    call = ir.Expr.call(fn, [var], (), loc)
-                    calltypes[call] = fnty.get_call_type(typingctx, (ty,), {})
-                    for target, value in ((fn, ir.Global("unwrap_optional", unwrap_optional,
-                                                         loc)), (unwrapped, call)):
-                        body.append(ir.Assign(value, target, loc))
-                        func_ir._definitions[target.name] = [value]
+                    unwrapped = convert(body, unwrap_optional, unwrap, var, ty.type,
+                                        f"{var.name}.unwrapped")
                     if isinstance(key, int):
                         holder[key] = unwrapped
                     else:

@@ -9,6 +9,8 @@ from numba import prange
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import Parfor
 
+from .optionals import OPTIONAL_CONVERSIONS
+
 
 class Aliases:
     """Which arguments each variable may be, through copies, views and
@@ -224,8 +226,9 @@ def _writes_arguments(fn, expr) -> list:
     (np.empty_like(x) leaves x alone: no copy back) or to reading builtins."""
     if isinstance(fn, np.ufunc):
         return list(expr.args[fn.nin:]) + [var for name, var in expr.kws if name == "out"]
-    if fn is assert_equiv or (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
-        return []
+    if fn is assert_equiv or any(fn is c for c in OPTIONAL_CONVERSIONS) or \
+            (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
+        return []       # (an Optional's conversions alias their argument: _note_expr)
     try:
         if fn in _READING_BUILTINS:
             return []
@@ -236,11 +239,11 @@ def _writes_arguments(fn, expr) -> list:
 
 def _note_expr(func_ir, target: str, expr, aliases: Aliases, targets: set) -> None:
     """Views alias what they index (`a[i]`, `a[1:3]`, `a.T`, `a.reshape()`),
-    a tuple its items, a cast its value (an Optional array's, frontend/optionals.py);
+    a tuple its items;
     in-place operators write their left operand; a call may write the arrays
     it is given (jitted callees, ufunc outputs)."""
     if expr.op in ("getitem", "static_getitem", "getattr", "getiter", "iternext",
-                   "pair_first", "pair_second", "exhaust_iter", "cast"):
+                   "pair_first", "pair_second", "exhaust_iter"):
         aliases.note(target, expr.value.name)     # iterating yields views (rows) too
     elif expr.op == "build_tuple":      # `t = (a, b); t[k][i] = v` writes a or b
         for item in expr.items:
