@@ -119,6 +119,10 @@ class FunctionLowerer:
         self.carried: Optional[CarriedArrays] = None
         self.label: Optional[int] = None        # the Numba block being lowered
         self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
+        # Optional arrays' own None placeholders in loop bodies that no array
+        # has replaced yet, each with the first block of the region whose
+        # scope made it (_write_optional_array)
+        self.unfilled: list[tuple[ArrayValue, ir.Block]] = []
         # id(statement) -> rule(lw, stmt) lowering it in place of its class's
         # rule: what the parfor lowering decides about statements of a body
         # (parallel/scatter.py: updates made atomic)
@@ -372,17 +376,90 @@ class FunctionLowerer:
         on several paths)."""
         held = self.scope.find_value(name)
         carried = name in self.carried.names and self.region is self.body_region
+        array = value.value
         if isinstance(held, OptionalArraySlot):
-            if not carried and held.array is not value.value:
-                raise UnsupportedConstructError(
-                    f"assigning variable '{name}' of type {value.type} more than once here "
-                    "(Optional arrays may be reassigned in the function's own code, not in a "
-                    "prange body)", self.loc)
             slot = held.valid
+            if not carried and held.array is not array:
+                array = self._share_binding(name, held.array, array, value.type)
         else:
             slot = self.new_slot(types.boolean)
+            if not carried and self.region is not self.body_region and \
+                    self._is_none_array(array):
+                array = self._own_placeholder(array)
         self.store_slot(value.valid, slot, types.boolean)
-        self.scope.values[name] = OptionalArraySlot(slot, value.value)
+        self.scope.values[name] = OptionalArraySlot(slot, array)
+
+    def _share_binding(self, name: str, held: ArrayValue, array: ArrayValue, ty) -> ArrayValue:
+        """A loop body's blocks carry nothing: an Optional array assigned in
+        several of them holds None and at most one array from before the body
+        (as a prange body reads), under one binding. A variable first bound
+        to None gets an empty placeholder of its own (shared by its copies),
+        which the array, once assigned, replaces in every use so far (blocks
+        lowered earlier, such as an inner loop's header, see it through the
+        loop's back edge)."""
+        if self._is_none_array(array):
+            return held
+        if held is array:
+            return held
+        for empty, real in ((held, array), (array, held)):
+            first = self._unfilled_block(empty)
+            if first is not None and self._unfilled_block(real) is None and \
+                    not self._is_none_array(real) and self._defined_outside_region(real, first):
+                self._fill_placeholder(empty, real, first)
+                return empty
+        raise UnsupportedConstructError(
+            f"assigning variable '{name}' of type {ty} more than once here (in a prange "
+            "body, an Optional array may hold None and one array defined before the body)",
+            self.loc)
+
+    def _is_none_array(self, array: ArrayValue) -> bool:
+        scope = self.scope
+        while scope is not None:
+            if any(array.memref == m for m in scope.none_arrays.values()):
+                return True
+            scope = scope.parent
+        return False
+
+    def _own_placeholder(self, none: ArrayValue) -> ArrayValue:
+        """An empty array, at the top of the scope, for one variable."""
+        with ir.InsertionPoint.at_block_begin(self.scope.alloca_block), self.location(self.loc):
+            ty = none.memref.type
+            empty = memref.AllocaOp(ir.MemRefType.get([0] * ty.rank, ty.element_type), [], [])
+            own = ArrayValue(memref.CastOp(ty, empty.result).result, none.type, view=True)
+        self.unfilled.append((own, self.scope.alloca_block))
+        return own
+
+    def _unfilled_block(self, array: ArrayValue) -> Optional[ir.Block]:
+        return next((first for own, first in self.unfilled if own is array), None)
+
+    def _fill_placeholder(self, own: ArrayValue, array: ArrayValue, first: ir.Block) -> None:
+        """Every use of a variable's own None placeholder (the reads lowered
+        so far, in blocks lowered before this assignment: a loop's back edge
+        reaches them with the array) becomes a use of `array`."""
+        self.unfilled = [(o, b) for o, b in self.unfilled if o is not own]
+        with ir.InsertionPoint.at_block_begin(first), self.location(self.loc):
+            memref_ = array.memref
+            if memref_.type != own.memref.type:
+                memref_ = memref.CastOp(own.memref.type, memref_).result
+        own.memref.replace_all_uses_with(memref_)
+        own.memref = memref_
+
+    def _defined_outside_region(self, array: ArrayValue, first: ir.Block) -> bool:
+        """Is the array's memref defined outside the region whose first
+        block is `first` (so that it dominates every block of it: a value
+        from outside that the region uses dominates the operation holding
+        the region)?"""
+        value = array.memref
+        block = value.owner if isinstance(value, ir.BlockArgument) \
+            else value.owner.operation.block
+        region = first.region
+        while True:
+            if block.region == region:
+                return False
+            parent = block.owner            # the operation holding the block's region
+            if parent is None or parent.operation.name == "func.func":
+                return True
+            block = parent.operation.block
 
     def _write_range(self, name: str, value: RangeValue) -> None:
         """A range object lives in three i64 slots (start, stop, step), so
