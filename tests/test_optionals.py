@@ -269,6 +269,36 @@ def test_optional_arguments_of_explicit_signatures(target):
         assert got(y) == ref(y)
 
 
+def doubled_into(y, out):
+    if y is None:
+        out[:] = -1.0
+        return
+    for i in prange(out.shape[0]):
+        out[i] = y[i] * 2.0
+
+
+DOUBLED_SIGNATURE = "void(optional(float64[:]), float64[:])"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_optional_array_argument_read_in_a_prange_loop(target):
+    ref = numba.njit(DOUBLED_SIGNATURE)(doubled_into)
+    got = numba_mlir_gpu.njit(DOUBLED_SIGNATURE, target=target)(doubled_into)
+    for y in (np.arange(5.0), None):
+        expected, out = np.zeros(5), np.zeros(5)
+        ref(y, expected)
+        got(y, out)
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_optional_array_argument_compiles_to_a_gpu_kernel():
+    from numba_mlir_gpu.frontend.wrapper import CompileOnlyError
+    fn = numba_mlir_gpu.njit(DOUBLED_SIGNATURE, target="compile-only")(doubled_into)
+    with pytest.raises(CompileOnlyError):
+        fn(None, np.zeros(5))
+    assert ".entry" in all_ptx(fn)
+
+
 # -- GPU code, compile-only -----------------------------------------------------------
 
 @pytest.mark.parametrize("fn, args", [
