@@ -220,6 +220,16 @@ def test_callee_keeps_its_optional_parameter_types():
     assert isinstance(signature[1].type, types.Array)
 
 
+def identity_of_numbers(a, b):
+    return a is b, a is not b
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_is_between_numbers_is_equality_of_one_type(target):
+    for a, b in ((1, 1), (1, 2), (1.5, 1.5), (1, 1.0)):
+        check(identity_of_numbers, a, b, target=target)
+
+
 # -- explicit signatures: Optional arguments -------------------------------------
 
 def add_unless_none(x, y):
