@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 from numba import prange
 
-from numba_mlir_gpu import UnsupportedConstructError
-
 from .support import TARGETS, check, ours
 
 
@@ -92,15 +90,3 @@ def test_none_where_a_number_is_needed_raises_type_error(target):
             numba.njit(fn)(*args)
         with pytest.raises(TypeError, match="expected float64, got None"):
             ours(fn, target)(*args)
-
-
-def optional_array(x, flag):
-    z = None
-    if flag:
-        z = x
-    return z
-
-
-def test_optional_arrays_stay_refused():
-    with pytest.raises(UnsupportedConstructError, match="Optional"):
-        ours(optional_array, "cpu")(np.ones(3), True)

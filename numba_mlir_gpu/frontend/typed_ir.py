@@ -20,6 +20,7 @@ from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
 from . import numba_fixes
 from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
 from .loop_exits import SplitLoopExitEdges
+from .optionals import UnwrapOptionalArrays
 from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
 
 
@@ -61,6 +62,8 @@ def typed_passes(state, name: str, prange: str = "parallel") -> PassManager:
     for cls, desc in dpb.define_typed_pipeline(state).passes:
         if cls is PreLowerStripPhis:
             pm.add_pass(SplitLoopExitEdges, "a block of its own for each joining loop exit")
+        if cls is PreParforPass:
+            pm.add_pass(UnwrapOptionalArrays, "casts of Optional arrays used as arrays")
         pm.add_pass(ours.get(cls, cls), desc)
     pm.add_pass(NoPythonSupportedFeatureValidation, "ensure features are supported")
     pm.add_pass(IRLegalization, "ensure IR is legal prior to lowering")

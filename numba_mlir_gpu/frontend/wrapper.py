@@ -17,7 +17,7 @@ from numba.core.runtime import _nrt_python
 from numba.np.arrayobj import populate_array
 
 from ..compiler.jit import array_destructor_symbol
-from ..lowering.types import flat_types, is_fortran, is_static
+from ..lowering.types import flat_types, is_fortran, is_optional_array, is_static
 from ..lowering.values import ReturnPlan
 from ..runtime.device import FAILURE_FAULT, FAILURE_LAUNCH, FAILURE_OUT_OF_MEMORY
 from ..runtime.device_arrays import DeviceArrayType
@@ -141,6 +141,13 @@ class EntryCalls:
                     for s in cgutils.unpack_tuple(builder, ary.strides, ty.ndim)]
         elif is_static(ty):
             return          # compile-time values: the MLIR entry has no parameter
+        elif is_optional_array(ty):     # (valid, the array: no memory, no extents for None)
+            held = self.context.make_helper(builder, ty, value=value)
+            valid = cgutils.as_bool_bit(builder, held.valid)
+            out.append(valid)
+            array = []
+            self._flatten_argument(ty.type, held.data, array)
+            out += [builder.select(valid, v, llir.Constant(v.type, None)) for v in array]
         elif isinstance(ty, types.Optional):     # an Optional scalar: (valid, value)
             held = self.context.make_helper(builder, ty, value=value)
             out += [cgutils.as_bool_bit(builder, held.valid), held.data]
@@ -199,6 +206,8 @@ class EntryCalls:
             return context.make_tuple(builder, ty, items)
         if isinstance(ty, types.NoneType):
             return context.get_dummy_value()
+        if is_optional_array(ty):
+            return self._optional_array(ty, results, origins, gpu)
         if isinstance(ty, types.Optional):          # an Optional scalar: (valid, value)
             held = cgutils.create_struct_proxy(ty)(context, builder)
             held.valid, held.data = next(results), next(results)
@@ -211,6 +220,25 @@ class EntryCalls:
                 return value
             return self._adopt_array(ty, next(results), gpu)
         return next(results)
+
+    def _optional_array(self, ty: types.Optional, results, origins, gpu: bool):
+        """An Optional(array) result: (valid, a new array the caller owns).
+        The array of a None is an empty allocation (the function's copy of
+        its placeholder), freed here; a value is adopted as an NRT array."""
+        builder, context = self.builder, self.context
+        valid, desc = next(results), next(results)
+        next(origins)                # always a new array (function.py)
+        held = cgutils.create_struct_proxy(ty)(context, builder)
+        held.valid = valid
+        with builder.if_else(valid) as (then, otherwise):
+            with then:
+                held.data = self._adopt_array(ty.type, desc, gpu)
+            with otherwise:
+                dtor = cgutils.get_or_insert_function(
+                    builder.module, llir.FunctionType(llir.VoidType(), [_I8P]),
+                    array_destructor_symbol(gpu))
+                builder.call(dtor, [builder.extract_value(desc, 0)])
+        return held._getvalue()
 
     def _adopt_array(self, ty: types.Array, desc, gpu: bool):
         """A Numba array (NRT-owned) over a memref the MLIR code allocated."""

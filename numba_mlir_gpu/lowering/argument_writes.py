@@ -9,6 +9,8 @@ from numba import prange
 from numba.parfors.array_analysis import assert_equiv
 from numba.parfors.parfor import Parfor
 
+from .optionals import OPTIONAL_CONVERSIONS
+
 
 class Aliases:
     """Which arguments each variable may be, through copies, views and
@@ -224,8 +226,9 @@ def _writes_arguments(fn, expr) -> list:
     (np.empty_like(x) leaves x alone: no copy back) or to reading builtins."""
     if isinstance(fn, np.ufunc):
         return list(expr.args[fn.nin:]) + [var for name, var in expr.kws if name == "out"]
-    if fn is assert_equiv or (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
-        return []
+    if fn is assert_equiv or any(fn is c for c in OPTIONAL_CONVERSIONS) or \
+            (_is_numpy(fn) and fn not in _WRITING_NUMPY_FUNCTIONS):
+        return []       # (an Optional's conversions alias their argument: _note_expr)
     try:
         if fn in _READING_BUILTINS:
             return []

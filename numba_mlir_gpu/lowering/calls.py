@@ -18,7 +18,8 @@ from .build import cmpi, const
 from .casts import cast
 from .errors import UnsupportedConstructError
 from .exceptions import STATUS, status_type
-from .types import is_fortran, is_optional_scalar, is_scalar, is_static, static_value
+from .types import (is_fortran, is_optional_array, is_optional_scalar, is_scalar, is_static,
+                    static_value)
 from .values import ArrayValue, BoundMethod, OptionalValue, PyValue, TupleValue
 
 
@@ -133,6 +134,9 @@ def _arguments_returned(value, ty, returned, args: list, argtypes: tuple):
     if isinstance(value, TupleValue):
         return TupleValue([_arguments_returned(v, t, returned, args, argtypes)
                            for v, t in zip(value.items, ty.types)], value.type)
+    if isinstance(value, OptionalValue) and isinstance(value.value, ArrayValue):
+        next(returned, None)        # always a new array (function.py _flatten_result)
+        return value
     if not isinstance(value, ArrayValue):
         return value
     k = next(returned, None)
@@ -174,6 +178,10 @@ def _flatten(value, ty, out: list, expr) -> None:
         if not isinstance(value, OptionalValue):
             raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
         out += [value.valid, value.value]
+    elif is_optional_array(ty):
+        if not isinstance(value, OptionalValue) or not isinstance(value.value, ArrayValue):
+            raise UnsupportedConstructError(f"passing {ty} to a jitted function", expr.loc)
+        out += [value.valid, value.value.memref]
     elif isinstance(value, ArrayValue):
         out.append(value.memref)
     elif isinstance(value, PyValue) or value is None:
@@ -196,6 +204,8 @@ def _rebuild(ty, results: list, loc):
         return PyValue(static_value(ty))
     if is_optional_scalar(ty):
         return OptionalValue(results.pop(0), results.pop(0), ty)
+    if is_optional_array(ty):       # (valid, a strided memref the caller owns)
+        return OptionalValue(results.pop(0), ArrayValue(results.pop(0), ty.type), ty)
     value = results.pop(0)
     if is_fortran(ty):      # returned as its C-ordered buffer, as by the entry
         return fortran_array(value, ty, loc)

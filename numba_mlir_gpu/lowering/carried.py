@@ -11,7 +11,9 @@ path is passed as an empty placeholder, which a correct program never reads.
 A new array assigned in a loop (`w = w - lr * grad`) is carried the same way:
 upstream's ownership-based buffer deallocation frees each iteration's array
 once the next one replaces it (the block arguments become the loop's
-`scf.while` arguments, with ownership indicators).
+`scf.while` arguments, with ownership indicators). An Optional(array)
+variable is carried as its array (the empty placeholder of a None) while its
+flag lives in a slot, as a scalar does.
 """
 from __future__ import annotations
 
@@ -21,9 +23,16 @@ from numba.core.analysis import compute_cfg_from_blocks
 from numba.parfors.parfor import Parfor
 
 from .._mlir import ir, memref
-from .build import const_index
-from .types import strided_memref_type
-from .values import ArrayValue
+from .build import const, const_index
+from .types import is_optional_array, strided_memref_type
+from .values import ArrayValue, OptionalArraySlot
+
+
+def _array_type(ty):
+    """The array type of an array or Optional(array) variable, else None."""
+    if isinstance(ty, types.Array):
+        return ty
+    return ty.type if is_optional_array(ty) else None
 
 
 def carried_arrays(func_ir, typemap) -> list[str]:
@@ -45,7 +54,7 @@ def carried_arrays(func_ir, typemap) -> list[str]:
     roots = _argument_roots(blocks)
     carried = []
     for name, labels in defs.items():
-        if not isinstance(typemap.get(name), types.Array):
+        if _array_type(typemap.get(name)) is None:
             continue
         if roots.get(name) is not None:
             continue        # every assignment is the same argument (`a += 1` in a branch)
@@ -102,21 +111,27 @@ class CarriedArrays:
     def __init__(self, lw, names: list[str]):
         self.lw = lw
         self.names = names
-        self.types = [strided_memref_type(lw.typeof(n), lw.loc) for n in names]
+        self.types = [strided_memref_type(_array_type(lw.typeof(n)), lw.loc) for n in names]
         self.placeholders: list = []
+        self.flags: dict = {}          # Optional(array) variable -> its flag's slot
 
     def make_placeholders(self) -> None:
         """Empty arrays for variables not assigned yet (in the entry block)."""
         for name, ty in zip(self.names, self.types):
-            ndim = self.lw.typeof(name).ndim
+            ndim = _array_type(self.lw.typeof(name)).ndim
             plain = memref.AllocaOp(
                 _identity_layout(ty), [const_index(0)] * ndim, []).result
             self.placeholders.append(memref.CastOp(ty, plain).result)
+            if is_optional_array(self.lw.typeof(name)):
+                self.flags[name] = flag = self.lw.new_slot(types.boolean)
+                self.lw.store_slot(const(types.boolean, 0), flag, types.boolean)
 
     def bind_block_arguments(self, block) -> None:
         for i, name in enumerate(self.names):
-            self.lw.scope.values[name] = ArrayValue(block.arguments[i], self.lw.typeof(name),
-                                                    view=True)
+            ty = self.lw.typeof(name)
+            array = ArrayValue(block.arguments[i], _array_type(ty), view=True)
+            self.lw.scope.values[name] = OptionalArraySlot(self.flags[name], array) \
+                if name in self.flags else array
 
     def operands(self) -> list:
         """The current values, for a branch to another block of the body."""
@@ -126,6 +141,8 @@ class CarriedArrays:
             if value is None:
                 result.append(self.placeholders[i])
                 continue
+            if isinstance(value, OptionalArraySlot):
+                value = value.array
             result.append(value.memref if value.memref.type == ty
                           else memref.CastOp(ty, value.memref).result)
         return result

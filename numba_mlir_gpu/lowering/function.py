@@ -27,11 +27,11 @@ from .exceptions import STATUS, FunctionErrors, status_type
 from .registry import (array_operator_rules, attr_rules, binop_rules, call_rules, expr_rules,
                        inplace_array_rules, method_rules, stmt_rules, tuple_operator_rules,
                        ufunc_rules, unary_rules)
-from .types import (flat_types, is_fortran, is_optional_scalar, is_scalar, is_static,
-                    param_type, static_value, storage_type)
-from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalSlots, OptionalValue,
-                     PyValue, RangeSlots, RangeValue, ReturnPlan, SliceValue, TupleValue,
-                     any_array)
+from .types import (flat_types, is_fortran, is_optional_array, is_optional_scalar, is_scalar,
+                    is_static, param_type, static_value, storage_type, strided_memref_type)
+from .values import (ArrayValue, BoundMethod, ExceptionValue, OptionalArraySlot, OptionalSlots,
+                     OptionalValue, PyValue, RangeSlots, RangeValue, ReturnPlan, SliceValue,
+                     TupleValue, any_array)
 
 
 class Scope:
@@ -42,6 +42,7 @@ class Scope:
         self.parent = parent
         self.slots: dict[str, ir.Value] = {}
         self.values: dict[str, object] = {}
+        self.none_arrays: dict = {}       # Numba array type -> the placeholder of None
 
     def find_slot(self, name: str) -> Optional[ir.Value]:
         scope = self
@@ -118,6 +119,10 @@ class FunctionLowerer:
         self.carried: Optional[CarriedArrays] = None
         self.label: Optional[int] = None        # the Numba block being lowered
         self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
+        # Optional arrays' own None placeholders in loop bodies that no array
+        # has replaced yet, each with the first block of the region whose
+        # scope made it (_write_optional_array)
+        self.unfilled: list[tuple[ArrayValue, ir.Block]] = []
         # id(statement) -> rule(lw, stmt) lowering it in place of its class's
         # rule: what the parfor lowering decides about statements of a body
         # (parallel/scatter.py: updates made atomic)
@@ -256,6 +261,9 @@ class FunctionLowerer:
             ty = self.typeof(var.name)
             return OptionalValue(self.load_slot(value.valid, types.boolean),
                                  self.load_slot(value.value, ty.type), ty)
+        if isinstance(value, OptionalArraySlot):
+            return OptionalValue(self.load_slot(value.valid, types.boolean), value.array,
+                                 self.typeof(var.name))
         return value
 
     def read_as(self, var: nir.Var, ty: types.Type):
@@ -265,18 +273,24 @@ class FunctionLowerer:
         """casts.cast, and Numba's conversions of Optional values: into an
         Optional (None, a scalar, another Optional) and out of one, which
         raises TypeError when it holds None (as Numba's optional_to_any)."""
-        if is_optional_scalar(types.unliteral(ty)):
+        if isinstance(types.unliteral(ty), types.Optional):
             return self.optional(value, fromty, ty)
         if isinstance(value, OptionalValue):
-            if not is_scalar(types.unliteral(ty)):
+            unwrapped = types.unliteral(ty)
+            if not (is_scalar(unwrapped) or isinstance(unwrapped, types.Array)):
                 return value
+            # Numba's optional_to_any names the held type
             self.errors.raise_if(self, logical_not(value.valid), self.errors.code(
-                TypeError, (f"expected {ty}, got None",)))
+                TypeError, (f"expected {value.type.type}, got None",)))
             return casts.cast(value.value, value.type.type, ty)
         return casts.cast(value, fromty, ty)
 
     def optional(self, value, fromty: types.Type, ty: types.Optional) -> OptionalValue:
         inner = types.unliteral(ty.type)
+        if isinstance(inner, types.Array):
+            return self._optional_array(value, fromty, ty)
+        if not is_scalar(inner):
+            raise UnsupportedConstructError(f"values of type {ty}", self.loc)
         if isinstance(value, OptionalValue):
             return OptionalValue(value.valid, casts.cast(value.value, value.type.type, inner), ty)
         if (isinstance(value, PyValue) and value.obj is None) or \
@@ -288,6 +302,31 @@ class FunctionLowerer:
         if isinstance(fromty, types.Optional):      # a value already of the held type
             fromty = fromty.type
         return OptionalValue(const(types.boolean, 1), casts.cast(value, fromty, inner), ty)
+
+    def _optional_array(self, value, fromty: types.Type, ty: types.Optional) -> OptionalValue:
+        if isinstance(value, OptionalValue):
+            return OptionalValue(value.valid, value.value, ty)
+        if (isinstance(value, PyValue) and value.obj is None) or \
+                isinstance(fromty, (types.NoneType, types.Omitted)):
+            return OptionalValue(const(types.boolean, 0), self.none_array(ty.type), ty)
+        if not isinstance(value, ArrayValue):
+            raise UnsupportedConstructError(
+                f"a {ty} value holding {_describe_value(value)}", self.loc)
+        return OptionalValue(const(types.boolean, 1), value, ty)
+
+    def none_array(self, ty: types.Array) -> ArrayValue:
+        """What an Optional(array) holding None holds: an empty memref on the
+        stack, made once per scope at its top (not in a loop's body), which
+        the buffer deallocation never frees (it owns no allocation) and
+        nothing reads (every use is behind the flag's check)."""
+        scope = self.scope
+        if ty not in scope.none_arrays:
+            strided = strided_memref_type(ty, self.loc)
+            with ir.InsertionPoint.at_block_begin(scope.alloca_block), self.location(self.loc):
+                empty = memref.AllocaOp(
+                    ir.MemRefType.get([0] * ty.ndim, strided.element_type), [], []).result
+                scope.none_arrays[ty] = memref.CastOp(strided, empty).result
+        return ArrayValue(scope.none_arrays[ty], ty, view=True)
 
     def write(self, name: str, value, fromty: Optional[types.Type] = None) -> None:
         ty = self.typeof(name)
@@ -314,6 +353,9 @@ class FunctionLowerer:
         if is_optional_scalar(types.unliteral(ty)):
             self._write_optional(name, self.optional(value, fromty or ty, ty))
             return
+        if is_optional_array(ty):
+            self._write_optional_array(name, self.optional(value, fromty or ty, ty))
+            return
         bound = self.scope.values.get(name)
         carried = name in self.carried.names and self.region is self.body_region
         if bound is not None and bound is not value and not carried:
@@ -332,6 +374,97 @@ class FunctionLowerer:
                 self.new_slot(types.boolean), self.new_slot(value.type.type))
         self.store_slot(value.valid, slots.valid, types.boolean)
         self.store_slot(value.value, slots.value, value.type.type)
+
+    def _write_optional_array(self, name: str, value: OptionalValue) -> None:
+        """An Optional(array) variable: the flag in a slot, the array bound
+        (a carried variable's block argument, carried.py, when it is assigned
+        on several paths)."""
+        held = self.scope.find_value(name)
+        carried = name in self.carried.names and self.region is self.body_region
+        array = value.value
+        if isinstance(held, OptionalArraySlot):
+            slot = held.valid
+            if not carried and held.array is not array:
+                array = self._share_binding(name, held.array, array, value.type)
+        else:
+            slot = self.new_slot(types.boolean)
+            if not carried and self.region is not self.body_region and \
+                    self._is_none_array(array):
+                array = self._own_placeholder(array)
+        self.store_slot(value.valid, slot, types.boolean)
+        self.scope.values[name] = OptionalArraySlot(slot, array)
+
+    def _share_binding(self, name: str, held: ArrayValue, array: ArrayValue, ty) -> ArrayValue:
+        """A loop body's blocks carry nothing: an Optional array assigned in
+        several of them holds None and at most one array from before the body
+        (as a prange body reads), under one binding. A variable first bound
+        to None gets an empty placeholder of its own (shared by its copies),
+        which the array, once assigned, replaces in every use so far (blocks
+        lowered earlier, such as an inner loop's header, see it through the
+        loop's back edge)."""
+        if self._is_none_array(array):
+            return held
+        if held is array:
+            return held
+        for empty, real in ((held, array), (array, held)):
+            first = self._unfilled_block(empty)
+            if first is not None and self._unfilled_block(real) is None and \
+                    not self._is_none_array(real) and self._defined_outside_region(real, first):
+                self._fill_placeholder(empty, real, first)
+                return empty
+        raise UnsupportedConstructError(
+            f"assigning variable '{name}' of type {ty} more than once here (in a prange "
+            "body, an Optional array may hold None and one array defined before the body)",
+            self.loc)
+
+    def _is_none_array(self, array: ArrayValue) -> bool:
+        scope = self.scope
+        while scope is not None:
+            if any(array.memref == m for m in scope.none_arrays.values()):
+                return True
+            scope = scope.parent
+        return False
+
+    def _own_placeholder(self, none: ArrayValue) -> ArrayValue:
+        """An empty array, at the top of the scope, for one variable."""
+        with ir.InsertionPoint.at_block_begin(self.scope.alloca_block), self.location(self.loc):
+            ty = none.memref.type
+            empty = memref.AllocaOp(ir.MemRefType.get([0] * ty.rank, ty.element_type), [], [])
+            own = ArrayValue(memref.CastOp(ty, empty.result).result, none.type, view=True)
+        self.unfilled.append((own, self.scope.alloca_block))
+        return own
+
+    def _unfilled_block(self, array: ArrayValue) -> Optional[ir.Block]:
+        return next((first for own, first in self.unfilled if own is array), None)
+
+    def _fill_placeholder(self, own: ArrayValue, array: ArrayValue, first: ir.Block) -> None:
+        """Every use of a variable's own None placeholder (the reads lowered
+        so far, in blocks lowered before this assignment: a loop's back edge
+        reaches them with the array) becomes a use of `array`."""
+        self.unfilled = [(o, b) for o, b in self.unfilled if o is not own]
+        with ir.InsertionPoint.at_block_begin(first), self.location(self.loc):
+            memref_ = array.memref
+            if memref_.type != own.memref.type:
+                memref_ = memref.CastOp(own.memref.type, memref_).result
+        own.memref.replace_all_uses_with(memref_)
+        own.memref = memref_
+
+    def _defined_outside_region(self, array: ArrayValue, first: ir.Block) -> bool:
+        """Is the array's memref defined outside the region whose first
+        block is `first` (so that it dominates every block of it: a value
+        from outside that the region uses dominates the operation holding
+        the region)?"""
+        value = array.memref
+        block = value.owner if isinstance(value, ir.BlockArgument) \
+            else value.owner.operation.block
+        region = first.region
+        while True:
+            if block.region == region:
+                return False
+            parent = block.owner            # the operation holding the block's region
+            if parent is None or parent.operation.name == "func.func":
+                return True
+            block = parent.operation.block
 
     def _write_range(self, name: str, value: RangeValue) -> None:
         """A range object lives in three i64 slots (start, stop, step), so
@@ -413,6 +546,9 @@ class FunctionLowerer:
             return PyValue(static_value(ty))
         if is_optional_scalar(ty):
             return OptionalValue(flat.pop(0), flat.pop(0), ty)
+        if is_optional_array(ty):
+            valid = flat.pop(0)
+            return OptionalValue(valid, self._rebuild(ty.type, flat, origin, in_tuple), ty)
         value = flat.pop(0)
         if isinstance(ty, types.Array):
             if not self.entry:         # (origin: to tell which parameter a callee returns)
@@ -455,6 +591,9 @@ class FunctionLowerer:
         implementation = calls.jitted_implementation(self, expr, sig)
         if implementation is not None:
             return calls.call_jitted(self, *implementation, args, expr, sig.return_type)
+        if isinstance(callee, PyValue) and type(callee.obj) in ufunc_rules:
+            # a numba.vectorize DUFunc: as a NumPy ufunc, its kernel per element
+            return ufunc_rules.get(type(callee.obj))(self, callee.obj, args, sig, expr)
         raise UnsupportedConstructError(f"calling {_describe(callee, sig)}", expr.loc)
 
     def _named_tuple(self, args: list, sig, expr) -> TupleValue:
@@ -565,6 +704,18 @@ class FunctionLowerer:
         elif is_optional_scalar(resty):
             held = self.optional(value, ty, resty)
             results += [held.valid, held.value]
+        elif is_optional_array(resty) and not is_fortran(resty.type):
+            # a new array the caller owns, of one type on every return: a
+            # None's placeholder or a view copied (empty for None)
+            held = self.optional(value, ty, resty)
+            array = held.value
+            origins.append(None)
+            params.append(None)
+            if array.view or array.origin is not None:
+                array = copy_array(self, array)
+            strided = strided_memref_type(resty.type, self.loc)
+            results += [held.valid, array.memref if array.memref.type == strided
+                        else memref.CastOp(strided, array.memref).result]
         else:
             raise UnsupportedConstructError(f"returning {resty}", self.loc)
 

@@ -110,7 +110,7 @@ def flat_types(ty: types.Type, loc=None) -> list[types.Type]:
         return []
     if is_scalar(ty) or isinstance(ty, types.Array):
         return [ty]
-    if is_optional_scalar(ty):
+    if is_optional_scalar(ty) or is_optional_array(ty):
         return [types.boolean, ty.type]      # whether it holds a value, the value
     raise UnsupportedConstructError(f"arguments or results of type {ty}", loc)
 
@@ -118,6 +118,12 @@ def flat_types(ty: types.Type, loc=None) -> list[types.Type]:
 def is_optional_scalar(ty: types.Type) -> bool:
     """Optional(T) of a scalar T: `z = None` in one branch, `z = y` in another."""
     return isinstance(ty, types.Optional) and is_scalar(types.unliteral(ty.type))
+
+
+def is_optional_array(ty: types.Type) -> bool:
+    """Optional(array): `z = None` in one branch, `z = a` in another; a
+    flag and a memref (an empty one when None)."""
+    return isinstance(ty, types.Optional) and isinstance(ty.type, types.Array)
 
 
 def mlir_type(ty: types.Type, loc=None) -> ir.Type:

@@ -72,10 +72,11 @@ class RangeValue:
 
 @dataclass
 class OptionalValue:
-    """A value of Optional(scalar): whether it holds one (i1) and the value
-    (meaningless when it does not)."""
+    """A value of Optional(scalar) or Optional(array): whether it holds one
+    (i1) and the value (meaningless when it does not): an SSA scalar, or an
+    ArrayValue (an empty stack placeholder when None, never freed)."""
     valid: ir.Value
-    value: ir.Value
+    value: Any                 # ir.Value | ArrayValue
     type: Any                  # the Optional type
 
 
@@ -85,6 +86,16 @@ class OptionalSlots:
     slot, written by every assignment (None clears the flag)."""
     valid: ir.Value
     value: ir.Value
+
+
+@dataclass
+class OptionalArraySlot:
+    """An Optional(array) variable: its flag's slot (a byte, written by every
+    assignment) and the array it holds now, rebound by every assignment; a
+    variable assigned on several paths is carried between blocks as arrays
+    are (carried.py), its flag merging like a scalar's."""
+    valid: ir.Value
+    array: ArrayValue
 
 
 @dataclass

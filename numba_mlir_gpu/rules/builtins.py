@@ -14,6 +14,7 @@ from numba.parfors import parfor
 from ..lowering.build import const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
+from ..lowering.optionals import unwrap_optional, wrap_optional
 from ..lowering.registry import call_rules
 from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
 
@@ -112,3 +113,10 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "
     _immutable = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
     _fn = getattr(operator, "i" + _name)
     call_rules.register(_fn)(_inplace_operator_call(_fn, _immutable))
+
+
+@call_rules.register(unwrap_optional, wrap_optional)
+def optional_conversion(lw, args, sig, expr):
+    """The array an Optional holds (frontend/optionals.py; Numba's TypeError
+    when it holds None), or an array as an Optional."""
+    return lw.convert(args[0], sig.args[0], sig.return_type)

@@ -6,6 +6,12 @@ cover the ones it leaves (in-place operators, rewrites turned off, ufuncs
 with an output argument) and NumPy ufuncs called on scalars. The loop that
 NumPy would pick (`ufunc_find_matching_loop`) fixes the element types, and
 each element is computed by the scalar rule of the operation.
+
+A `numba.vectorize` function (a DUFunc) called in our code is a ufunc too:
+in an array expression Numba's parfor pass calls it on elements, otherwise
+the rules here loop over the arrays; each element is a call of its kernel
+(its Python function, lowered into the module as a jitted callee) for the
+loop Numba's typing of the call picked or compiled.
 """
 from __future__ import annotations
 
@@ -16,11 +22,13 @@ from numba.core import types
 from numba.core.typing import signature
 from numba.core.typing.npydecl import (NumpyRulesArrayOperator, NumpyRulesInplaceArrayOperator,
                                        NumpyRulesUnaryArrayOperator)
+from numba.np.ufunc.dufunc import DUFunc
 from numba.np.numpy_support import ufunc_find_matching_loop
 
 from .._mlir import arith
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
 from ..lowering.broadcast import broadcast_element, broadcast_shape
+from ..lowering.calls import call_jitted
 from ..lowering.build import cmpi
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
@@ -53,6 +61,8 @@ def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr) -> list:
     """One element of `ufunc`: [(value, numba type)], one per output. The
     rule of a ufunc with several outputs returns them as a TupleValue."""
     value_types = [types.unliteral(t) for t in value_types]
+    if isinstance(ufunc, DUFunc):
+        return _dufunc_element(lw, ufunc, values, value_types, expr)
     loop = ufunc_find_matching_loop(ufunc, value_types)
     if loop is None:
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {value_types}", expr.loc)
@@ -72,6 +82,20 @@ def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr) -> list:
             raise UnsupportedConstructError(f"np.{ufunc.__name__} on arrays", expr.loc)
     result = rule(lw, args, sig, expr)
     return list(zip(result.items if ufunc.nout > 1 else [result], out_types))
+
+
+def _dufunc_element(lw, ufunc: DUFunc, values: list, value_types: list, expr) -> list:
+    """One element of a numba.vectorize function: its kernel called for
+    the loop Numba's typing found (the argument types themselves, compiled
+    by that typing, or for a function of given signatures the loop NumPy's
+    rules pick), the arguments converted to the loop's types."""
+    loop, _ = ufunc.find_ewise_function(tuple(value_types))
+    if loop is None or ufunc.nout != 1:
+        raise UnsupportedConstructError(f"{ufunc.__name__} on {value_types}", expr.loc)
+    args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.args)]
+    result = call_jitted(lw, ufunc._dispatcher.py_func, tuple(loop.args), args, expr,
+                         loop.return_type)
+    return [(result, loop.return_type)]
 
 
 def elementwise(lw, ufunc, operands: list, operand_types: list, outs: list, expr) -> None:
@@ -137,7 +161,7 @@ def inplace_array_operator(lw, fn, operands: list, sig, expr):
     return out
 
 
-@ufunc_rules.register(*(obj for obj in vars(np).values() if isinstance(obj, np.ufunc)))
+@ufunc_rules.register(DUFunc, *(obj for obj in vars(np).values() if isinstance(obj, np.ufunc)))
 def ufunc_call(lw, ufunc, args, sig, expr):
     """np.<ufunc>(...) with arrays, scalars, or an output array argument."""
     inputs, outputs = args[:ufunc.nin], args[ufunc.nin:]

@@ -11,6 +11,7 @@ import os
 import numba
 
 from numba.core import types
+from numba.core.typing import signature
 
 from .._mlir import arith, math
 from ..lowering.build import cmpf, cmpi, const, logical_not, select
@@ -308,10 +309,13 @@ def invert(lw, args, sig, expr):
     return cast(inverted, ty, sig.return_type)
 
 
+SCALARS = (types.Boolean, types.Integer, types.Float, types.Complex)
+
+
 def _identity(negate: bool):
     """`a is b` / `a is not b` where the answer follows from the types
-    (None, omitted arguments), or of an Optional and None: what Numba's own
-    lowering supports too."""
+    (None, omitted arguments), of an Optional and None, or of two numbers
+    (`==` for one type, else False): what Numba's own lowering supports too."""
     def rule(lw, args, sig, expr):
         kinds = [isinstance(t, (types.NoneType, types.Omitted)) for t in sig.args]
         held = [a for a in args if isinstance(a, OptionalValue)]
@@ -319,8 +323,16 @@ def _identity(negate: bool):
             # `z is None` of an Optional: whether it holds no value
             return held[0].valid if negate else logical_not(held[0].valid)
         if not any(kinds):
-            raise UnsupportedConstructError(f"'is' between {sig.args[0]} and {sig.args[1]}",
-                                            expr.loc)
+            left, right = (types.unliteral(t) for t in sig.args)
+            if not (isinstance(left, SCALARS) and isinstance(right, SCALARS)):
+                raise UnsupportedConstructError(f"'is' between {sig.args[0]} and {sig.args[1]}",
+                                                expr.loc)
+            if left != right:           # Numba's generic_is: never the same object
+                return const(types.boolean, int(negate))
+            # immutable values of one type: `==`, as Numba's generic_is
+            same = binop_rules.get(operator.eq)(
+                lw, args, signature(types.boolean, left, right), expr)
+            return logical_not(same) if negate else same
         return const(types.boolean, int(all(kinds)) ^ negate)
     return rule
 

@@ -37,6 +37,7 @@ MODULES = (
                   "code under test"),
     ModuleSpec("test_parfors_passes", parallel_is_ours),
     ModuleSpec("test_array_exprs", all_ours),
+    ModuleSpec("test_optional", all_ours),
     ModuleSpec(
         "test_ufuncs", all_ours,
         include=("TestUFuncs", "TestArrayOperators", "TestScalarUFuncs", "TestUfuncIssues",
