@@ -25,8 +25,9 @@ def dictionaries(x):
 def array_in_kernel(x):
     for i in prange(x.shape[0]):
         t = np.empty(int(x[i]) + 1)       # its size depends on the data
-        t[0] = x[i]
-        x[i] = t[0]
+        for j in range(t.shape[0]):
+            t[j] = x[i] * j
+        x[i] = t.sum()
 
 
 def calls_python(x):

@@ -191,12 +191,14 @@ def _lower_loop(lw, parfor: Parfor, updates: list, last: list) -> None:
         if updates and not reductions and (found := privatizable(lw, parfor, updates)):
             return privatized(*found)
         return versioned()
+    # Arrays of a GPU body are scratch slots of a chunk kernel where their
+    # sizes are known before the launch, else made on the device heap by
+    # the threads of a plain kernel (targets/gpu/heap.py).
     if arrays:      # the private copies need the chunks
-        results = chosen()
+        results = _on_device_heap(lw, chosen)
     else:
-        # arrays a chunk kernel cannot size before the launch: a plain kernel
-        # whose threads make them on the device heap (targets/gpu/heap.py)
-        results = _retried(lw, chosen, lambda: _on_device_heap(lw, versioned))
+        results = _retried(lw, lambda: _on_device_heap(lw, chosen),
+                           lambda: _on_device_heap(lw, versioned))
     _write_combined(lw, reductions, results)
 
 

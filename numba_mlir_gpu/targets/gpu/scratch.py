@@ -1,6 +1,6 @@
 """Temporary arrays of a chunked GPU loop body as per-chunk scratch buffers.
 
-A kernel cannot allocate. When the body of a chunk kernel (chunks.py)
+A chunk kernel's arrays are not allocated in it. When the body of a chunk kernel (chunks.py)
 makes a temporary array (`acc += w * x[i]`, `d = A[i, :] - C[j, :]`), the
 `memref.alloc` is emitted as on the CPU and recorded; once the kernel is
 built, each one is replaced by a slot of a buffer allocated before the launch
@@ -20,8 +20,9 @@ next starts, since an array of a loop body is never carried to a later
 iteration (`_leaves_its_run` checks). A size that depends on the data takes
 an upper bound where one is known (a mask's length, a slice's source); one
 computed from the iteration number takes its largest value over the loop (a
-max reduction kernel launched first); any other is refused with its source
-line. The scratch of one loop is kept under SCRATCH_BYTES, all chunks
+max reduction kernel launched first); any other raises NeedsDeviceHeap (the
+loop then runs on the device heap, heap.py, or, with array reductions, that
+is the error, naming its source line). The scratch of one loop is kept under SCRATCH_BYTES, all chunks
 together, by running fewer chunks.
 """
 from __future__ import annotations
