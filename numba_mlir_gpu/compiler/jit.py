@@ -184,7 +184,7 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     if gpu:    # each GPU binary's object for this GPU (one build serves several)
         select_for_device(module, compute_capability(), name)
         if HEAP_ATTRIBUTE in module.operation.attributes:    # kernels call malloc
-            reserve_device_heap(heap_bytes())
+            reserve_device_heap(*heap_bytes())
     declared = ir.SymbolTable(module.operation)
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)

@@ -123,11 +123,12 @@ _LIMIT_MALLOC_HEAP_SIZE = 0x02
 _HEAP_CONTEXTS: set = set()
 
 
-def reserve_device_heap(nbytes: int) -> None:
-    """At least `nbytes` of device heap (`malloc` in kernels) in the current
-    context (device 0's primary context when none is current), before the
-    first launch of a kernel that allocates there: CUDA refuses to change the
-    limit afterwards (then it stays as it was). Once per context."""
+def reserve_device_heap(nbytes: int, exact: bool = False) -> None:
+    """At least `nbytes` of device heap (`malloc` in kernels), exactly
+    `nbytes` with `exact`, in the current context (device 0's primary
+    context when none is current), before the first launch of a kernel that
+    allocates there: CUDA refuses to change the limit afterwards (then it
+    stays as it was). Once per context."""
     lib = require_device()
     context = ctypes.c_void_p()
     lib.cuCtxGetCurrent(ctypes.byref(context))
@@ -141,7 +142,7 @@ def reserve_device_heap(nbytes: int) -> None:
         _HEAP_CONTEXTS.add(context.value)
         size = ctypes.c_size_t(0)
         if lib.cuCtxGetLimit(ctypes.byref(size), _LIMIT_MALLOC_HEAP_SIZE) == 0 \
-                and size.value >= nbytes:
+                and (size.value == nbytes or (size.value > nbytes and not exact)):
             return
         lib.cuCtxSetLimit(_LIMIT_MALLOC_HEAP_SIZE, ctypes.c_size_t(nbytes))
     finally:

@@ -29,11 +29,14 @@ HEAP_ATTRIBUTE = "numba_mlir_gpu.device_heap"
 DEFAULT_HEAP_MB = 1024
 
 
-def heap_bytes() -> int:
-    """The device heap to reserve: $NUMBA_MLIR_GPU_DEVICE_HEAP_MB, else
-    DEFAULT_HEAP_MB (CUDA's own default is 8 MiB)."""
+def heap_bytes() -> tuple[int, bool]:
+    """The device heap to reserve and whether exactly that: the size
+    $NUMBA_MLIR_GPU_DEVICE_HEAP_MB says, else at least DEFAULT_HEAP_MB (a
+    larger limit set by another library stays; CUDA's default is 8 MiB)."""
     value = os.environ.get(HEAP_ENV, "").strip()
-    return (int(value) if value else DEFAULT_HEAP_MB) << 20
+    if value:
+        return int(value) << 20, True
+    return DEFAULT_HEAP_MB << 20, False
 
 
 def exhausted_message(loc) -> str:
