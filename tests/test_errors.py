@@ -25,8 +25,9 @@ def dictionaries(x):
 def array_in_kernel(x):
     for i in prange(x.shape[0]):
         t = np.empty(int(x[i]) + 1)       # its size depends on the data
-        t[0] = x[i]
-        x[i] = t[0]
+        for j in range(t.shape[0]):
+            t[j] = x[i] * j
+        x[i] = t.sum()
 
 
 def calls_python(x):
@@ -63,9 +64,13 @@ def test_host_code_numba_supports_compiles_with_the_fallback(fn, args):
     assert numba_mlir_gpu.inspect_path(ours).path == "fallback"
 
 
-def test_allocation_inside_gpu_kernel_is_refused_at_compile_time():
-    with pytest.raises(UnsupportedConstructError, match="size depends on the data"):
-        numba_mlir_gpu.njit(target="compile-only")(array_in_kernel)(np.ones(4))
+def test_allocation_sized_by_the_data_inside_a_gpu_kernel_uses_the_device_heap():
+    # tests/test_kernel_allocations.py has the rest
+    fn = numba_mlir_gpu.njit(target="compile-only")(array_in_kernel)
+    with pytest.raises(RuntimeError, match="compile-only"):
+        fn(np.ones(4))
+    ptx = "".join(numba_mlir_gpu.inspect_ptx(fn))
+    assert "malloc" in ptx and "free" in ptx
 
 
 def test_forcing_the_gpu_without_a_driver_is_a_clear_error(monkeypatch):

@@ -19,7 +19,7 @@ from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
 from ..lowering import threading_layer
 from ..lowering.blas import CPU_SYMBOLS, CUBLAS_HANDLE_SYMBOL, CUBLAS_SYMBOLS
-from ..runtime.cuda import compute_capability
+from ..runtime.cuda import compute_capability, reserve_device_heap
 from ..runtime.device import RUNTIME_FUNCTIONS, register_runtime
 from ..runtime.printing import register_printing
 from ..runtime.blas import register_blas
@@ -27,6 +27,7 @@ from ..runtime.cublas import register_cublas
 from ..runtime.threads import register_threading_layer
 from ..runtime.placement import place_memory
 from ..runtime.random_state import register_state
+from ..targets.gpu.heap import HEAP_ATTRIBUTE, heap_bytes
 from .gpu_binaries import select_for_device
 
 # memref.alloc/dealloc call these (finalize-memref-to-llvm with generic
@@ -182,6 +183,8 @@ def _engine(module: ir.Module, name: str, gpu: bool, text: str,
     shared = list(_cuda_runtime_libs()) if gpu else [runtime_library("mlir_async_runtime")]
     if gpu:    # each GPU binary's object for this GPU (one build serves several)
         select_for_device(module, compute_capability(), name)
+        if HEAP_ATTRIBUTE in module.operation.attributes:    # kernels call malloc
+            reserve_device_heap(*heap_bytes())
     declared = ir.SymbolTable(module.operation)
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=shared)

@@ -60,6 +60,8 @@ def allocate(lw, ty: types.Array, extents: list[ir.Value],
         array = ArrayValue(buffer, ty.copy(layout="C"))
     if lw.cooperation is not None:
         lw.cooperation.allocated(buffer, lw.loc, bounds)
+    else:
+        lw.target.allocated(lw, buffer, extents)
     return array
 
 

@@ -16,7 +16,7 @@ from .._mlir import func, ir, memref
 from .arrays import fortran_array
 from .build import cmpi, const
 from .casts import cast
-from .errors import UnsupportedConstructError
+from .errors import NeedsDeviceHeap, UnsupportedConstructError
 from .exceptions import STATUS, status_type
 from .types import (is_fortran, is_optional_array, is_optional_scalar, is_scalar, is_static,
                     static_value)
@@ -112,6 +112,10 @@ def call_jitted(lw, py_func, argtypes: tuple, args: list, expr, restype):
     flat: list = []
     for value, ty in zip(args, argtypes):
         _flatten(value, ty, flat, expr)
+    if callee.allocates:
+        lw.allocates_on_device = True
+    if callee.status_cell:
+        flat.append(lw.heap_status())
     flat = [_conform(v, t) for v, t in zip(flat, callee.param_types)]
     call = func.CallOp([status_type()] + callee.result_types, callee.name, flat)
     status = call.results[0]
@@ -150,7 +154,14 @@ def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
     """Every thread of a block runs a call outside the element loops of a GPU
     array reduction (targets/gpu/chunks.py): a callee that writes an array it is
     given would do so once per thread."""
-    if lw.cooperation is None or not lw.cooperation.free:
+    if lw.cooperation is None:
+        return
+    if callee.allocates:
+        # each thread would make its own arrays, where the block shares one
+        raise NeedsDeviceHeap(
+            f"calling {py_func.__qualname__}, which makes arrays, in the body of a GPU prange "
+            "loop run in chunks", expr.loc)
+    if not lw.cooperation.free:
         return
     if any(i < len(argtypes) and isinstance(argtypes[i], types.Array) for i in callee.written):
         raise UnsupportedConstructError(

@@ -27,3 +27,12 @@ def user_name(name: str) -> str:
     """The source variable of an SSA-versioned name ('acc.2' -> 'acc');
     Numba's temporaries ('$12load') as they are."""
     return name if name.startswith("$") else name.partition(".")[0]
+
+
+class NeedsDeviceHeap(UnsupportedConstructError):
+    """A GPU loop body run in chunks (targets/gpu/chunks.py) makes an array
+    that cannot be a scratch slot sized before the kernel: a size from the
+    data, or an array made by a called function. The parfor lowering then
+    runs the loop as a plain kernel whose threads allocate on the device
+    heap (parallel/parfors.py); where it cannot (array reductions), this is
+    the error."""

@@ -62,7 +62,7 @@ class FunctionErrors:
         if lw.body_depth == 0:
             cf.BranchOp([status], self.error_block())
             return
-        memref.StoreOp(status, self._require_flag(lw), [])
+        memref.StoreOp(status, self.require_flag(lw), [])
         lw.jump_out()
 
     def raise_if(self, lw, failed: ir.Value, status: ir.Value) -> None:
@@ -87,7 +87,7 @@ class FunctionErrors:
         if lw.body_depth > 0:
             branch = scf.IfOp(failed)
             with ir.InsertionPoint(branch.then_block):
-                memref.StoreOp(status, self._require_flag(lw), [])
+                memref.StoreOp(status, self.require_flag(lw), [])
                 scf.YieldOp([])
             return
         cont = self.region.blocks.append()
@@ -122,7 +122,7 @@ class FunctionErrors:
             status = memref.LoadOp(flag, []).result
             self.raise_if(lw, cmpi("ne", status, const(STATUS, 0)), status)
 
-    def _require_flag(self, lw) -> ir.Value:
+    def require_flag(self, lw) -> ir.Value:
         if self.flag is None:
             # Host memory that kernels reach (jit.py's allocator), or a
             # local cell when the whole loop nest runs inside a kernel.

@@ -111,6 +111,11 @@ class FunctionLowerer:
         self.kernel_depth = parallel_depth      # > 0: the whole function runs in a kernel
         self.body_depth = 0                     # > 0: inside a loop body region
         self.cooperation = None                 # a block's threads share each iteration
+        # arrays made inside a kernel come from the device heap (targets/gpu/heap.py):
+        # a called function inside a kernel, or a loop body lowered for it
+        self.device_heap = parallel_depth > 0
+        self.allocates_on_device = False        # this function made such an array
+        self.status_cell: Optional[ir.Value] = None   # a kernel callee's: its caller's status
         self.random_stream = None               # np.random draws of a parallel iteration
         self.loc = self.func_ir.loc
         self.errors: Optional[FunctionErrors] = None
@@ -156,6 +161,8 @@ class FunctionLowerer:
         # arrays that are arguments are handed back by the wrapper, not MLIR.
         result_types = self.result_types or []
         self.errors.finalize(result_types)
+        if self.status_cell is not None:
+            arg_mlir = arg_mlir + [self.status_cell.type]
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(arg_mlir, [status_type()] + result_types))
         return fn
@@ -165,6 +172,18 @@ class FunctionLowerer:
         (a subclass may take more: kernel/body.py)."""
         return [param_type(t, self.loc, self.entry)
                 for ty in self.argtypes for t in flat_types(ty, self.loc)]
+
+    def heap_status(self) -> ir.Value:
+        """Where a failed device-heap allocation stores its status
+        (targets/gpu/heap.py): in a function called inside a kernel, a cell
+        its caller passes (a last parameter, added on first need); in a loop
+        body, the loop's status flag."""
+        if self.kernel_depth > 0:
+            if self.status_cell is None:
+                cell = ir.MemRefType.get([], status_type())
+                self.status_cell = self.entry_block.add_argument(cell, ir.Location.unknown())
+            return self.status_cell
+        return self.errors.require_flag(self)
 
     def _split_arguments(self, flat: list) -> list:
         """Group the flat MLIR block arguments by Numba argument."""

@@ -27,6 +27,10 @@ class Callee:
     written: frozenset = frozenset()    # the arguments whose elements it may write
     # per returned array: the parameter returned unchanged, or None
     returned_arguments: tuple = ()
+    # makes arrays on the GPU device heap (itself or a function it calls)
+    allocates: bool = False
+    # takes its caller's status cell last (FunctionLowerer.heap_status)
+    status_cell: bool = False
 
 
 @dataclass
@@ -58,7 +62,8 @@ class ModuleLowering:
 
     def callee(self, py_func, argtypes: tuple, in_kernel: bool, loc) -> Callee:
         """The (private) function lowered from `py_func` for `argtypes`;
-        `in_kernel` functions may not allocate and run their loops serially."""
+        `in_kernel` functions run their loops serially, and on the GPU
+        make their arrays on the device heap (targets/gpu/heap.py)."""
         key = (py_func, argtypes, in_kernel)
         if key in self.callees:
             return self.callees[key]
@@ -87,6 +92,7 @@ class ModuleLowering:
             self._in_progress.discard(key)
         callee = Callee(name, state.return_type, tuple(state.args), list(fn_type.inputs),
                         list(fn_type.results[1:]), frozenset(written_arguments(state.func_ir)),
-                        tuple(lowerer.returned_arguments or ()))
+                        tuple(lowerer.returned_arguments or ()),
+                        lowerer.allocates_on_device, lowerer.status_cell is not None)
         self.callees[key] = callee
         return callee

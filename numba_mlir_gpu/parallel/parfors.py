@@ -19,7 +19,7 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, scf
 from ..lowering.build import const_i64, dim, to_i64
-from ..lowering.errors import UnsupportedConstructError
+from ..lowering.errors import NeedsDeviceHeap, UnsupportedConstructError
 from ..lowering.loops import accumulator_types, identities, product, sequential_for
 from ..lowering.random_streams import parfor_stream
 from ..lowering.registry import stmt_rules
@@ -181,17 +181,52 @@ def _lower_loop(lw, parfor: Parfor, updates: list, last: list) -> None:
                 arith.AndIOp(all_positive, positive).result
         return _either(all_positive, lambda: flat(frozenset(divisors)), flat,
                        accumulator_types(reductions))
-    if arrays or (lw.target.cooperative_bodies and makes_arrays(lw, parfor)):
-        results = in_chunks()
-    elif inner:
-        # a group of threads per iteration when the inner loops are long enough
-        results = _either(lw.target.spreads_inner_loops(product(nest.trips), trips),
-                          in_chunks, flat, accumulator_types(reductions))
-    elif updates and not reductions and (found := privatizable(lw, parfor, updates)):
-        results = privatized(*found)
+    def chosen():
+        if arrays or (lw.target.cooperative_bodies and makes_arrays(lw, parfor)):
+            return in_chunks()
+        if inner:
+            # a group of threads per iteration when the inner loops are long enough
+            return _either(lw.target.spreads_inner_loops(product(nest.trips), trips),
+                           in_chunks, flat, accumulator_types(reductions))
+        if updates and not reductions and (found := privatizable(lw, parfor, updates)):
+            return privatized(*found)
+        return versioned()
+    # Arrays of a GPU body are scratch slots of a chunk kernel where their
+    # sizes are known before the launch, else made on the device heap by
+    # the threads of a plain kernel (targets/gpu/heap.py).
+    if arrays:      # the private copies need the chunks
+        results = _on_device_heap(lw, chosen)
     else:
-        results = versioned()
+        results = _retried(lw, lambda: _on_device_heap(lw, chosen),
+                           lambda: _on_device_heap(lw, versioned))
     _write_combined(lw, reductions, results)
+
+
+def _retried(lw, first, second):
+    """`first()`, or, where it raises NeedsDeviceHeap, `second()` in its
+    place: what `first` emitted (after the current block's last operation)
+    is erased, its pending checks dropped."""
+    block = lw.ip.block
+    before = list(block.operations)
+    pending = list(lw.errors.pending)
+    try:
+        return first()
+    except NeedsDeviceHeap:
+        if lw.ip.block != block:
+            raise
+        emitted = [op for op in block.operations if op not in before]
+        for op in reversed(emitted):
+            op.erase()
+        lw.errors.pending[:] = pending
+    return second()
+
+
+def _on_device_heap(lw, lower):
+    saved, lw.device_heap = lw.device_heap, True
+    try:
+        return lower()
+    finally:
+        lw.device_heap = saved
 
 
 def _lower_nested(lw, parfor: Parfor, nest: LoopNest) -> None:

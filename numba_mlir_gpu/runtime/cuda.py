@@ -117,3 +117,34 @@ def swap_context(context: Optional[int]) -> Optional[int]:
     lib.cuCtxGetCurrent(ctypes.byref(previous))
     lib.cuCtxSetCurrent(ctypes.c_void_p(context))
     return previous.value
+
+
+_LIMIT_MALLOC_HEAP_SIZE = 0x02
+_HEAP_CONTEXTS: set = set()
+
+
+def reserve_device_heap(nbytes: int, exact: bool = False) -> None:
+    """At least `nbytes` of device heap (`malloc` in kernels), exactly
+    `nbytes` with `exact`, in the current context (device 0's primary
+    context when none is current), before the first launch of a kernel that
+    allocates there: CUDA refuses to change the limit afterwards (then it
+    stays as it was). Once per context."""
+    lib = require_device()
+    context = ctypes.c_void_p()
+    lib.cuCtxGetCurrent(ctypes.byref(context))
+    swapped, previous = not context.value, None
+    if swapped:
+        context = ctypes.c_void_p(primary_context(0))
+        previous = swap_context(context.value)
+    try:
+        if context.value in _HEAP_CONTEXTS:
+            return
+        _HEAP_CONTEXTS.add(context.value)
+        size = ctypes.c_size_t(0)
+        if lib.cuCtxGetLimit(ctypes.byref(size), _LIMIT_MALLOC_HEAP_SIZE) == 0 \
+                and (size.value == nbytes or (size.value > nbytes and not exact)):
+            return
+        lib.cuCtxSetLimit(_LIMIT_MALLOC_HEAP_SIZE, ctypes.c_size_t(nbytes))
+    finally:
+        if swapped:
+            swap_context(previous)

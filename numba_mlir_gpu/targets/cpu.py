@@ -52,6 +52,9 @@ class CPUStrategy:
     def check_allocation(self, lw, loc) -> None:
         pass
 
+    def allocated(self, lw, buffer, extents: list) -> None:
+        """`buffer` was just allocated (the GPU checks its device heap's)."""
+
     def parallel_loop(self, lw, trips, body, reductions) -> list:
         """One N-d `scf.parallel`; with reductions, contiguous chunks per
         worker whose partials the host folds in order (deterministic, and

@@ -15,11 +15,14 @@ copies), at least 1: it depends only on sizes, so the combining order, and
 the bits of the result, never depend on the device or on timing.
 parallel/array_reductions.py's fold_copies then folds the copies in chunk order.
 
-Temporary arrays the body makes (`acc += w * x[i]`) cannot be allocated in
-a kernel: each allocation becomes a buffer allocated before the launch, with
-a slot per block (or per thread, for one made inside an element loop), which
-the kernel uses (scratch.py says how slots are sized); one that cannot be
-sized before the launch is refused, naming its source line.
+Temporary arrays the body makes (`acc += w * x[i]`) are not allocated in
+the kernel: each allocation becomes a buffer allocated before the launch,
+with a slot per block (or per thread, for one made inside an element loop),
+which the kernel uses (scratch.py says how slots are sized). One that cannot
+be sized before the launch, or a call of a function that makes arrays,
+raises NeedsDeviceHeap: without array accumulators the loop is lowered
+again as a plain kernel on the device heap (heap.py); with them it is an
+error naming its source line.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Temporary arrays of a chunked GPU loop body as per-chunk scratch buffers.
 
-A kernel cannot allocate. When the body of a chunk kernel (chunks.py)
+A chunk kernel's arrays are not allocated in it. When the body of a chunk kernel (chunks.py)
 makes a temporary array (`acc += w * x[i]`, `d = A[i, :] - C[j, :]`), the
 `memref.alloc` is emitted as on the CPU and recorded; once the kernel is
 built, each one is replaced by a slot of a buffer allocated before the launch
@@ -20,8 +20,9 @@ next starts, since an array of a loop body is never carried to a later
 iteration (`_leaves_its_run` checks). A size that depends on the data takes
 an upper bound where one is known (a mask's length, a slice's source); one
 computed from the iteration number takes its largest value over the loop (a
-max reduction kernel launched first); any other is refused with its source
-line. The scratch of one loop is kept under SCRATCH_BYTES, all chunks
+max reduction kernel launched first); any other raises NeedsDeviceHeap (the
+loop then runs on the device heap, heap.py, or, with array reductions, that
+is the error, naming its source line). The scratch of one loop is kept under SCRATCH_BYTES, all chunks
 together, by running fewer chunks.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from numba.core import types
 
 from ..._mlir import arith, ir, memref
 from ...lowering.build import cmpi, const_index, select
-from ...lowering.errors import UnsupportedConstructError
+from ...lowering.errors import NeedsDeviceHeap, UnsupportedConstructError
 from ...parallel.reduction import Reduction
 from .reduce import tree_reduce
 
@@ -85,7 +86,7 @@ def hoist_temporaries(launch: ir.Operation, chunk_loop: ir.Operation, at: Kernel
         for temp in temporaries:
             alloc = _op(temp.value)
             if _in_loop(alloc, chunk_loop) and not _leaves_its_run(temp.value):
-                raise UnsupportedConstructError(
+                raise NeedsDeviceHeap(
                     "a temporary array made in a loop inside the body of a GPU prange loop "
                     "run in chunks and carried to its next iteration", temp.loc)
             count = _slot_bytes(sizes, temp)
@@ -129,7 +130,7 @@ def _slot_bytes(sizes: "HoistedSizes", temp: Temporary) -> ir.Value:
         exact = sizes.hoist(value)
         outer.append(exact if exact is not None else sizes.largest(value, loc))
     if any(v is None for v in outer):
-        raise UnsupportedConstructError(_UNSIZED, loc)
+        raise NeedsDeviceHeap(_UNSIZED, loc)
     if any(v in sizes.inexact for v in outer):
         sizes.bounded[temp.value] = outer
     count, sized = const_index(_element_bytes(ty.element_type, loc)), iter(outer)
@@ -161,8 +162,8 @@ def _leaves_its_run(value: ir.Value) -> bool:
 
 
 _UNSIZED = ("a temporary array whose size depends on the data or on variables of the body "
-            "other than the iteration, in the body of a GPU prange loop (kernels cannot "
-            "allocate)")
+            "other than the iteration, in the body of a GPU prange loop with array reductions "
+            "(run in chunks: temporaries need sizes known before the kernel)")
 
 
 @dataclass
@@ -212,7 +213,7 @@ class HoistedSizes:
         the chunk loop: a GPU max reduction run before the launch. Anything
         else of the body in it (the data, inner loop variables) is refused."""
         if self.iterations is None:
-            raise UnsupportedConstructError(_UNSIZED, loc)
+            raise NeedsDeviceHeap(_UNSIZED, loc)
         loop = self.iterations
         largest = Reduction("size", types.int64, max, 0)
         i64 = ir.IntegerType.get_signless(64)
@@ -221,7 +222,7 @@ class HoistedSizes:
             inner = HoistedSizes(self.launch, free={loop.variable: k})
             size = inner.hoist(value)       # (the largest of upper bounds is one too)
             if size is None:
-                raise UnsupportedConstructError(_UNSIZED, loc)
+                raise NeedsDeviceHeap(_UNSIZED, loc)
             return [largest.combine(accs[0], arith.IndexCastOp(i64, size).result)]
         (most,) = tree_reduce(loop.module, loop.total, [largest], step)
         return self.upper(arith.IndexCastOp(ir.IndexType.get(), most).result)

@@ -17,7 +17,7 @@ from ...lowering.values import ArrayValue
 from ...runtime import cublas
 from ...runtime.device_arrays import DeviceArrayType
 from ..cpu import CPUStrategy
-from . import privatize, schedules
+from . import heap, privatize, schedules
 from .chunks import MAX_THREADS, WARP, block_threads, chunk_count, launch_chunks, most_threads
 from .reduce import tree_reduce
 
@@ -77,8 +77,18 @@ class GPUStrategy(CPUStrategy):
         return lw.parallel_depth == 0 or lw.cooperation is not None
 
     def check_allocation(self, lw, loc) -> None:
-        if not self.can_allocate(lw):
+        # elsewhere in a kernel: the device heap, where the loop allows it
+        if not (self.can_allocate(lw) or lw.device_heap):
             raise UnsupportedConstructError("allocating arrays inside a GPU kernel", loc)
+
+    def allocated(self, lw, buffer: ir.Value, extents: list) -> None:
+        """`buffer` was just allocated: inside a kernel, outside the scratch
+        of a chunk kernel, it comes from the device heap (`malloc`, freed
+        in the same iteration by buffer deallocation); a NULL result for a
+        non-empty array stores MemoryError in the loop's status and ends the
+        thread (heap.py)."""
+        if lw.parallel_depth > 0 and lw.cooperation is None:
+            heap.check_allocation(lw, buffer, extents)
 
     def parallel_loop(self, lw, trips, body, reductions) -> list:
         total = product(trips)
