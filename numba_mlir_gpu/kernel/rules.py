@@ -355,11 +355,16 @@ def shuffle(lw, context, mode: str, value, lane, lane_ty):
     offset = arith.TruncIOp(i32, cast(lane, lane_ty, types.int64)).result
     gpu_mode = {"idx": gpu.ShuffleMode.IDX, "down": gpu.ShuffleMode.DOWN,
                 "up": gpu.ShuffleMode.UP, "xor": gpu.ShuffleMode.XOR}[mode]
-    op = gpu.ShuffleOp(value, offset, arith.ConstantOp(i32, api.WARP_SIZE).result, gpu_mode)
-    # a lane past the group's last item (a partial last warp) gives the own value
+    # the warp's lanes that exist: a group of 48 items has a last warp of 16,
+    # and shfl.sync's mask must not name the missing lanes (undefined
+    # behaviour: wrong values on an H100); gpu.shuffle's width makes the mask
     flat, count = flat_local(context)
     warp = const_index(api.WARP_SIZE)
     own_lane = arith.RemUIOp(flat, warp).result
+    lanes = arith.MinUIOp(warp, arith.SubIOp(count, arith.SubIOp(flat, own_lane).result).result)
+    width = arith.IndexCastOp(i32, lanes.result).result
+    op = gpu.ShuffleOp(value, offset, width, gpu_mode)
+    # a lane past the group's last item gives the own value
     amount = arith.IndexCastOp(ir.IndexType.get(), cast(lane, lane_ty, types.int64)).result
     source = _source_lane(mode, own_lane, amount)
     inside = cmpi("ult", arith.AddIOp(arith.SubIOp(flat, own_lane).result, source).result, count)
