@@ -366,6 +366,8 @@ class FunctionLowerer:
 
     def constant(self, value, ty: types.Type):
         ty = types.unliteral(ty)
+        if isinstance(value, (np.datetime64, np.timedelta64)) and is_scalar(ty):
+            return const(types.int64, int(value.astype(np.int64)))     # NaT: INT64_MIN
         if is_scalar(ty) and isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
             return const(ty, value)
         if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
