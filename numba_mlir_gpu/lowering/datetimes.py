@@ -178,3 +178,27 @@ def cast(value: ir.Value, fromty, toty, loc=None) -> ir.Value:
     else:
         converted = scale_timedelta(value, fromty, toty, loc)
     return or_nat(not_nat(value), converted)
+
+
+# Reductions (parallel/reduction.py): `combine_op` is operator.add, the
+# builtins min/max (Numba's max_vararg: a NaT never replaces a value and a
+# NaT already held stays), or "nat_max"/"nat_min" (np.max/np.min of an
+# array: a NaT wins, as Numba's npy_max returns the first NaT it meets).
+def extreme_identity(largest: bool) -> int:
+    """Where a NaT-winning max (min) fold starts: the smallest (largest)
+    count that is not NaT."""
+    return NAT + 1 if largest else 2 ** 63 - 1
+
+
+def combine(kind: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    if kind == "add":
+        return or_nat(not_nat(a, b), arith.AddIOp(a, b).result)
+    largest = kind in ("max", "nat_max")
+    beats = cmpi("sgt" if largest else "slt", b, a)
+    if kind in ("nat_max", "nat_min"):
+        take = arith.OrIOp(is_nat(b), arith.AndIOp(not_nat(a), beats).result).result
+    elif kind in ("max", "min"):
+        take = arith.AndIOp(not_nat(a, b), beats).result
+    else:
+        raise UnsupportedConstructError(f"a {kind} reduction of datetime64/timedelta64 values")
+    return select(take, b, a)

@@ -509,6 +509,10 @@ class FunctionLowerer:
             try:
                 return self.constant(getattr(value.obj, attr), self.typeof(target))
             except AttributeError:
+                if isinstance(self.typeof(target), types.NumberClass):
+                    # np.datetime64[] (a generic unit) in Numba's parfor allocations:
+                    # the typed class stands for it
+                    return PyValue(self.typeof(target))
                 raise UnsupportedConstructError(f"the attribute '{attr}' of {value.obj!r}", expr.loc)
         rule = attr_rules.get_by_type(types.unliteral(ty), attr)
         if rule is not None:
