@@ -105,7 +105,7 @@ def test_timedelta_times_and_over_numbers(number):
 UNARY = {
     "neg": lambda x: -x, "pos": lambda x: +x, "abs": lambda x: abs(x),
     "np_abs": lambda x: np.absolute(x), "np_negative": lambda x: np.negative(x),
-    "sign": lambda x: np.sign(x), "isnat": lambda x: np.isnat(x),
+    "sign": lambda x: np.sign(x), "isnat": lambda x: np.isnat(x), "isnan": lambda x: np.isnan(x),
     "isfinite": lambda x: np.isfinite(x), "isinf": lambda x: np.isinf(x),
     "int": lambda x: np.int64(x),
 }
@@ -224,6 +224,7 @@ ARRAY_CASES = {
     "abs": (lambda x: np.abs(x), (TD_H,)),
     "sign": (lambda x: np.sign(x), (TD_H,)),
     "isnat": (lambda x: np.isnat(x), (DT_D,)),
+    "isnan": (lambda x: np.isnan(x), (TD_H,)),
     "maximum": (lambda x, y: np.maximum(x, y), (TD_H, TD_H2)),
     "minimum": (lambda x, y: np.minimum(x, y), (DT_D, DT_D2)),
     "fmax": (lambda x, y: np.fmax(x, y), (DT_D, DT_D2)),

@@ -308,8 +308,9 @@ def sign(lw, args, sig, expr):
     return s
 
 
-@_over(call_rules, np.isnat)
+@_over(call_rules, np.isnat, np.isnan)
 def isnat(lw, args, sig, expr):
+    """np.isnat, and np.isnan, whose 'm->?'/'M->?' loops Numba makes isnat."""
     if not is_datetime(sig.args[0]):
         _refuse("np.isnat", sig, expr)
     return dt.is_nat(args[0])
