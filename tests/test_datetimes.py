@@ -3,7 +3,6 @@ compilation (`numba.njit`), on scalars and arrays with NaT, in several
 units (lowering/datetimes.py, rules/datetimes.py)."""
 from __future__ import annotations
 
-import operator
 
 import numba
 import numpy as np
