@@ -4,10 +4,10 @@ from __future__ import annotations
 from numba.core import types
 
 from .._mlir import arith, ir
-from . import complexes
+from . import complexes, datetimes
 from .build import cmpf, cmpi, const
 from .errors import UnsupportedConstructError
-from .types import is_scalar, scalar_type
+from .types import is_datetime, is_scalar, scalar_type
 from .values import TupleValue
 
 
@@ -41,6 +41,8 @@ def cast(value, fromty: types.Type, toty: types.Type):
         return value          # arrays and compile-time values keep their representation
     if isinstance(toty, types.Boolean):
         return truth(value, fromty)
+    if is_datetime(fromty) or is_datetime(toty):
+        return datetimes.cast(value, fromty, toty)
     if isinstance(toty, types.Complex) or isinstance(fromty, types.Complex):
         return _cast_complex(value, fromty, toty)
     target = scalar_type(toty)

@@ -523,6 +523,8 @@ class FunctionLowerer:
 
     def constant(self, value, ty: types.Type):
         ty = types.unliteral(ty)
+        if isinstance(value, (np.datetime64, np.timedelta64)) and is_scalar(ty):
+            return const(types.int64, int(value.astype(np.int64)))     # NaT: INT64_MIN
         if is_scalar(ty) and isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
             return const(ty, value)
         if isinstance(ty, types.BaseTuple) and isinstance(value, tuple):
@@ -670,6 +672,10 @@ class FunctionLowerer:
             try:
                 return self.constant(getattr(value.obj, attr), self.typeof(target))
             except AttributeError:
+                if isinstance(self.typeof(target), types.NumberClass):
+                    # np.datetime64[] (a generic unit) in Numba's parfor allocations:
+                    # the typed class stands for it
+                    return PyValue(self.typeof(target))
                 raise UnsupportedConstructError(f"the attribute '{attr}' of {value.obj!r}", expr.loc)
         rule = attr_rules.get_by_type(types.unliteral(ty), attr)
         if rule is not None:

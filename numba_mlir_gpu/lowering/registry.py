@@ -25,6 +25,23 @@ class Registry:
             return rule
         return decorate
 
+    def register_over(self, *keys: Hashable, when: Callable) -> Callable[[Callable], Callable]:
+        """Register the decorated rule for the calls whose signature satisfies
+        `when(sig)`, keeping each key's previous rule (if any) for the others.
+        A family of types added later registers over the rules of the older
+        ones this way (rules/datetimes.py)."""
+        def decorate(rule: Callable) -> Callable:
+            for key in keys:
+                previous = self._rules.get(key)
+
+                def dispatch(lw, args, sig, expr, _previous=previous, _key=key):
+                    if when(sig) or _previous is None:
+                        return rule(lw, args, sig, expr)
+                    return _previous(lw, args, sig, expr)
+                self._rules[key] = dispatch
+            return rule
+        return decorate
+
     def get(self, key: Hashable):
         try:
             return self._rules.get(key)

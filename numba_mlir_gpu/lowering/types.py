@@ -8,7 +8,15 @@ from .errors import UnsupportedConstructError
 
 # Complex numbers are scalars too: one SSA value of MLIR's complex<f32> or
 # complex<f64> (a struct {float, float} in LLVM, as in Numba and NumPy).
-SCALAR_TYPES = (types.Boolean, types.Integer, types.Float, types.Complex)
+# datetime64/timedelta64 are an i64 each (Numba's and NumPy's layout; NaT is
+# INT64_MIN); their unit lives in the Numba type only (lowering/datetimes.py).
+DATETIME_TYPES = (types.NPDatetime, types.NPTimedelta)
+SCALAR_TYPES = (types.Boolean, types.Integer, types.Float, types.Complex) + DATETIME_TYPES
+
+
+def is_datetime(ty: types.Type) -> bool:
+    """datetime64[unit] or timedelta64[unit]."""
+    return isinstance(types.unliteral(ty), DATETIME_TYPES)
 
 
 def is_scalar(ty: types.Type) -> bool:
@@ -37,6 +45,8 @@ def scalar_type(ty: types.Type, loc=None) -> ir.Type:
             return ir.F64Type.get()
     if isinstance(ty, types.Complex):
         return ir.ComplexType.get(scalar_type(ty.underlying_float, loc))
+    if isinstance(ty, DATETIME_TYPES):
+        return ir.IntegerType.get_signless(64)
     raise UnsupportedConstructError(f"values of type {ty}", loc)
 
 

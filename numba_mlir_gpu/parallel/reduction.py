@@ -20,9 +20,9 @@ import numpy as np
 from numba.core import types
 
 from .._mlir import arith, ir
-from ..lowering import complexes
+from ..lowering import complexes, datetimes
 from ..lowering.build import cmpf, cmpi, const, select
-from ..lowering.types import scalar_type
+from ..lowering.types import is_datetime, scalar_type
 
 # Combining operators of np.max / np.min: NaN-propagating extremes (as NumPy).
 NAN_MAX, NAN_MIN = np.maximum, np.minimum
@@ -32,8 +32,14 @@ def extreme_identity(dtype: types.Type, largest: bool):
     """The start of a max (largest) or min fold: -inf/+inf or the integer limits."""
     if isinstance(dtype, types.Float):
         return float("-inf") if largest else float("inf")
+    if is_datetime(dtype):
+        return datetimes.extreme_identity(largest)
     info = np.iinfo(np.dtype(str(dtype)))
     return info.min if largest else info.max
+
+
+_DATETIME_COMBINE = {operator.add: "add", max: "max", min: "min", NAN_MAX: "nat_max",
+                     NAN_MIN: "nat_min"}
 
 
 @dataclass
@@ -53,6 +59,8 @@ class Reduction:
             if self.combine_op is operator.add:
                 return complexes.add(a, b)
             return complexes.mul(a, b, self.type)
+        if is_datetime(self.type):      # NaT-aware (lowering/datetimes.py)
+            return datetimes.combine(_DATETIME_COMBINE.get(self.combine_op, "other"), a, b)
         float_ = isinstance(self.type, types.Float)
         signed = getattr(self.type, "signed", False)
         if self.combine_op is operator.add:

@@ -24,7 +24,9 @@ module: a rule that needs another operation looks it up in the registries.
     linalg        np.dot and @
     tuples        comparisons, concatenation and `in` on tuples
     complexes     complex numbers; registered over the rules above for complex
-                  signatures, so imported last
+                  signatures, so imported after them
+    datetimes     datetime64/timedelta64 (Numba's units, NaT); registered over
+                  the rules above for their signatures, so imported last
     random        np.random: seed, uniform/normal/exponential/randint/poisson draws
     printing      print() of numbers and constant strings in host code
 """
@@ -32,3 +34,4 @@ from . import (array_builders, arrays, builtins, closeness, elementwise, fancy, 
                linalg, mathlib, nanfunctions, npufuncs, printing, random, reductions,
                scalars, scans, sorting, threads, tuples, views)
 from . import complexes  # noqa: F401,E402  (after the rules it extends)
+from . import datetimes  # noqa: F401,E402  (after the rules it extends)

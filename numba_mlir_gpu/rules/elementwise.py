@@ -34,6 +34,7 @@ from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.overlap import read_source
+from ..lowering.types import is_datetime, is_scalar
 from ..lowering.registry import (array_operator_rules, binop_rules, call_rules,
                                  inplace_array_rules, ufunc_rules, unary_rules)
 from ..lowering.values import ArrayValue, TupleValue
@@ -57,17 +58,22 @@ _INPLACE_UFUNC = {op: getattr(np, name)
                   for op, name in NumpyRulesInplaceArrayOperator._op_map.items()}
 
 
-def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr) -> list:
+def scalar_ufunc(lw, ufunc, values: list, value_types: list, expr, out_types=None) -> list:
     """One element of `ufunc`: [(value, numba type)], one per output. The
-    rule of a ufunc with several outputs returns them as a TupleValue."""
+    rule of a ufunc with several outputs returns them as a TupleValue.
+    `out_types`: the outputs' element types, which fix the unit of a
+    datetime64/timedelta64 result as in Numba's loop choice (only then: for
+    other types the loop is the inputs' alone, as before)."""
     value_types = [types.unliteral(t) for t in value_types]
     if isinstance(ufunc, DUFunc):
         return _dufunc_element(lw, ufunc, values, value_types, expr)
-    loop = ufunc_find_matching_loop(ufunc, value_types)
+    out_types = [types.unliteral(t) for t in out_types or ()]
+    if not any(is_datetime(t) for t in value_types + out_types):
+        out_types = []
+    loop = ufunc_find_matching_loop(ufunc, value_types + out_types)
     if loop is None:
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {value_types}", expr.loc)
-    if any(not isinstance(t, (types.Integer, types.Float, types.Boolean, types.Complex))
-           for t in list(loop.inputs) + list(loop.outputs)):
+    if any(not is_scalar(t) for t in list(loop.inputs) + list(loop.outputs)):
         raise UnsupportedConstructError(f"np.{ufunc.__name__} on {loop.inputs}", expr.loc)
     args = [cast(v, t, want) for v, t, want in zip(values, value_types, loop.inputs)]
     out_types = list(loop.outputs)
@@ -123,7 +129,8 @@ def elementwise(lw, ufunc, operands: list, operand_types: list, outs: list, expr
 
     def body(indices):
         values = [broadcast_element(o, indices) for o in sources]
-        results = scalar_ufunc(lw, ufunc, values, element_types, expr)
+        results = scalar_ufunc(lw, ufunc, values, element_types, expr,
+                               [out.type.dtype for out in outs])
         for (result, ty), out in zip(results, outs):
             store_element(cast(result, ty, out.type.dtype), out, indices)
     parallel_for(lw, own, body)
@@ -146,7 +153,8 @@ def array_operator(lw, fn, operands: list, sig, expr):
     array is 0-d, as Numba types it)."""
     if not isinstance(sig.return_type, types.Array):
         values, element_types = _on_elements(operands, list(sig.args))
-        ((result, ty),) = scalar_ufunc(lw, _OPERATOR_UFUNC[fn], values, element_types, expr)
+        ((result, ty),) = scalar_ufunc(lw, _OPERATOR_UFUNC[fn], values, element_types, expr,
+                                       [sig.return_type])
         return cast(result, ty, sig.return_type)
     out = new_result(lw, sig.return_type, operands)
     elementwise(lw, _OPERATOR_UFUNC[fn], operands, list(sig.args), [out], expr)
@@ -175,7 +183,8 @@ def ufunc_call(lw, ufunc, args, sig, expr):
     if not outputs and not any(isinstance(t, types.Array) for t in result_types):
         values, element_types = _on_elements(inputs, in_types)     # scalars or 0-d arrays
         results = [cast(value, ty, want) for (value, ty), want in
-                   zip(scalar_ufunc(lw, ufunc, values, element_types, expr), result_types)]
+                   zip(scalar_ufunc(lw, ufunc, values, element_types, expr, result_types),
+                       result_types)]
         return TupleValue(results, sig.return_type) if several else results[0]
     outs = list(outputs) or [new_result(lw, ty, inputs) for ty in result_types]
     elementwise(lw, ufunc, inputs, in_types, outs, expr)

@@ -48,6 +48,7 @@ MODULES = (
         why="the njit parts; TestUFuncCompilationThreadSafety (@vectorize), "
             "TestUfuncWriteInput (@guvectorize) and TestUfuncOnContext (Numba's target "
             "context internals) do not compile through njit"),
+    ModuleSpec("test_npdatetime", all_ours),
 )
 
 BY_NAME = {spec.name: spec for spec in MODULES}
