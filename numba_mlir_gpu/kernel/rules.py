@@ -367,7 +367,10 @@ def shuffle(lw, context, mode: str, value, lane, lane_ty):
     # a lane past the group's last item gives the own value
     amount = arith.IndexCastOp(ir.IndexType.get(), cast(lane, lane_ty, types.int64)).result
     source = _source_lane(mode, own_lane, amount)
-    inside = cmpi("ult", arith.AddIOp(arith.SubIOp(flat, own_lane).result, source).result, count)
+    # shfl.sync reads only the lane number's low 5 bits (idx 40 is lane 8): a
+    # source outside the warp is the own value, as in the simulator
+    inside = arith.AndIOp(cmpi("ult", source, warp), cmpi(
+        "ult", arith.AddIOp(arith.SubIOp(flat, own_lane).result, source).result, count)).result
     result = select(arith.AndIOp(op.valid, inside).result, op.shuffleResult, value)
     return arith.TruncIOp(ty, result).result if narrow else result
 
