@@ -352,26 +352,23 @@ def shuffle(lw, context, mode: str, value, lane, lane_ty):
     narrow = isinstance(ty, ir.IntegerType) and ty.width < 32
     if narrow:
         value = arith.ExtSIOp(i32, value).result
-    offset = arith.TruncIOp(i32, cast(lane, lane_ty, types.int64)).result
-    gpu_mode = {"idx": gpu.ShuffleMode.IDX, "down": gpu.ShuffleMode.DOWN,
-                "up": gpu.ShuffleMode.UP, "xor": gpu.ShuffleMode.XOR}[mode]
-    # the warp's lanes that exist: a group of 48 items has a last warp of 16,
-    # and shfl.sync's mask must not name the missing lanes (undefined
-    # behaviour: wrong values on an H100); gpu.shuffle's width makes the mask
+    # The source lane is computed here and read with an idx shuffle, whatever
+    # the mode: shfl.sync reads only a lane number's low 5 bits (idx 40 would
+    # be lane 8), and gpu.shuffle's `up` with a width below 32 clamps at the
+    # top of the warp (every lane of a 16-lane warp would read its own value).
+    # The width is the warp's lanes that exist: a group of 48 items has a last
+    # warp of 16, and shfl.sync's mask must not name the missing lanes.
     flat, count = flat_local(context)
     warp = const_index(api.WARP_SIZE)
     own_lane = arith.RemUIOp(flat, warp).result
     lanes = arith.MinUIOp(warp, arith.SubIOp(count, arith.SubIOp(flat, own_lane).result).result)
-    width = arith.IndexCastOp(i32, lanes.result).result
-    op = gpu.ShuffleOp(value, offset, width, gpu_mode)
-    # a lane past the group's last item gives the own value
     amount = arith.IndexCastOp(ir.IndexType.get(), cast(lane, lane_ty, types.int64)).result
-    source = _source_lane(mode, own_lane, amount)
-    # shfl.sync reads only the lane number's low 5 bits (idx 40 is lane 8): a
-    # source outside the warp is the own value, as in the simulator
-    inside = arith.AndIOp(cmpi("ult", source, warp), cmpi(
-        "ult", arith.AddIOp(arith.SubIOp(flat, own_lane).result, source).result, count)).result
-    result = select(arith.AndIOp(op.valid, inside).result, op.shuffleResult, value)
+    source = _source_lane(mode, own_lane, amount)     # below 0: a huge index
+    inside = cmpi("ult", source, lanes.result)
+    read = arith.IndexCastOp(i32, select(inside, source, own_lane)).result
+    width = arith.IndexCastOp(i32, lanes.result).result
+    op = gpu.ShuffleOp(value, read, width, gpu.ShuffleMode.IDX)
+    result = select(inside, op.shuffleResult, value)
     return arith.TruncIOp(ty, result).result if narrow else result
 
 
