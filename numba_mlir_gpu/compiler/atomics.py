@@ -17,15 +17,7 @@ _ORDER = llvm.AtomicOrdering.monotonic
 
 
 def compare_exchanges(module) -> None:
-    calls = []
-
-    def visit(op):
-        if op.name == "func.call" and ir.FlatSymbolRefAttr(
-                op.attributes["callee"]).value.startswith(COMPARE_EXCHANGE_MARKER):
-            calls.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for op in calls:
+    for op, _ in _marked_calls(module, COMPARE_EXCHANGE_MARKER):
         source, *indices, expected, new = op.operands
         with ir.InsertionPoint(op), op.location:
             pointer = _element_pointer(source, indices)
@@ -33,11 +25,7 @@ def compare_exchanges(module) -> None:
             found = llvm.ExtractValueOp(expected.type, pair, [0]).result
         op.results[0].replace_all_uses_with(found)
         op.erase()
-    symbols = ir.SymbolTable(module.operation)
-    for op in list(module.body.operations):
-        if op.name == "func.func" and \
-                ir.StringAttr(op.attributes["sym_name"]).value.startswith(COMPARE_EXCHANGE_MARKER):
-            symbols.erase(op)
+    _erase_marked_functions(module, COMPARE_EXCHANGE_MARKER)
 
 
 # Memory fences (kernel/rules.py: mem_fence): calls of `<FENCE_MARKER>block`
@@ -48,24 +36,33 @@ FENCE_MARKER = "_numba_mlir_gpu_fence_"
 
 
 def fences(module) -> None:
-    calls = []
-
-    def visit(op):
-        if op.name == "func.call" and ir.FlatSymbolRefAttr(
-                op.attributes["callee"]).value.startswith(FENCE_MARKER):
-            calls.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for op in calls:
-        scope = ir.FlatSymbolRefAttr(op.attributes["callee"]).value[len(FENCE_MARKER):]
+    for op, scope in _marked_calls(module, FENCE_MARKER):
         with ir.InsertionPoint(op), op.location:
             llvm.FenceOp(llvm.AtomicOrdering.acq_rel,
                          syncscope="block" if scope == "block" else None)
         op.erase()
+    _erase_marked_functions(module, FENCE_MARKER)
+
+
+def _marked_calls(module, marker: str) -> list:
+    """(call, the callee's name after `marker`) of the calls of marker functions."""
+    calls = []
+
+    def visit(op):
+        if op.name == "func.call":
+            name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if name.startswith(marker):
+                calls.append((op, name[len(marker):]))
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    return calls
+
+
+def _erase_marked_functions(module, marker: str) -> None:
     symbols = ir.SymbolTable(module.operation)
     for op in list(module.body.operations):
         if op.name == "func.func" and \
-                ir.StringAttr(op.attributes["sym_name"]).value.startswith(FENCE_MARKER):
+                ir.StringAttr(op.attributes["sym_name"]).value.startswith(marker):
             symbols.erase(op)
 
 
