@@ -11,9 +11,9 @@ issue rate, 24% of DRAM bandwidth). MLIR's int-range-optimizations proves
 few of them, since sums of unbounded values may wrap.
 
 Here a value is non-negative when it is a non-negative constant, a GPU id
-or size, a memref extent, a loop counter whose lower bound and step are
-non-negative, or the sum, product, quotient, remainder, min or max of such
-values. Sums and products are taken not to overflow: they are array
+or size, a memref extent, a zero-extended value, a loop counter whose lower
+bound and step are non-negative, or the sum, product, quotient, remainder,
+min or max of such values. Sums and products are taken not to overflow: they are array
 indices, far below 2^63, as for prange's own counters.
 """
 from __future__ import annotations
@@ -21,12 +21,15 @@ from __future__ import annotations
 from .._mlir import ir
 from .deallocation import operations
 
+# extui widens: its top bit is 0. Unsigned division is not here: a 64-bit
+# dividend read as signed may be negative, and x // 1 keeps it so.
 _SIZES = frozenset({"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
-                    "gpu.global_id", "gpu.lane_id", "memref.dim", "arith.ceildivui",
-                    "arith.divui", "arith.remui", "arith.index_castui", "arith.extui"})
+                    "gpu.global_id", "gpu.lane_id", "memref.dim", "arith.extui"})
 _OF_OPERANDS = frozenset({"arith.addi", "arith.muli", "arith.divsi", "arith.ceildivsi",
                           "arith.floordivsi", "arith.remsi", "arith.minsi", "arith.maxsi",
-                          "arith.minui", "arith.index_cast", "arith.extsi", "arith.select"})
+                          "arith.minui", "arith.divui", "arith.ceildivui", "arith.remui",
+                          "arith.index_cast", "arith.index_castui", "arith.extsi",
+                          "arith.select"})
 _SLT = 2      # arith.CmpIPredicate.slt
 _DEPTH = 32
 
