@@ -24,26 +24,24 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 
+def _cast(context, builder, sig, args):
+    """The argument cast to the result type (Optional <-> its array), borrowed."""
+    held = context.cast(builder, args[0], sig.args[0], sig.return_type)
+    return impl_ret_borrowed(context, builder, sig.return_type, held)
+
+
 @intrinsic
 def unwrap_optional(typingctx, value):
     if not isinstance(value, types.Optional):
         return None
-
-    def codegen(context, builder, sig, args):
-        held = context.cast(builder, args[0], sig.args[0], sig.return_type)
-        return impl_ret_borrowed(context, builder, sig.return_type, held)
-    return value.type(value), codegen
+    return value.type(value), _cast
 
 
 @intrinsic
 def wrap_optional(typingctx, value):
     if not isinstance(value, types.Array):
         return None
-
-    def codegen(context, builder, sig, args):
-        held = context.cast(builder, args[0], sig.args[0], sig.return_type)
-        return impl_ret_borrowed(context, builder, sig.return_type, held)
-    return types.Optional(value)(value), codegen
+    return types.Optional(value)(value), _cast
 
 
 # conversions that neither write their argument nor copy it
