@@ -174,7 +174,7 @@ def block_sum(x, partial):
 
 
 def _block_sum_case():
-    n = 8 * SUM_GROUP     # kernels with barriers take whole groups (KernelLaunchError)
+    n = 8 * SUM_GROUP + 37      # the last group is partial
     groups = -(-n // SUM_GROUP)
 
     def inputs():
@@ -309,7 +309,7 @@ def group_collectives(x, out):
 
 
 def _group_case():
-    gs, ls = (24, 12), (8, 4)
+    gs, ls = (22, 13), (8, 4)      # partial along both dims; every group has >= 6 items
 
     def inputs():
         return _rng(7).integers(-1000, 1000, gs[::-1]), np.zeros((4,) + gs[::-1], np.int64)
@@ -320,8 +320,10 @@ def _group_case():
             for g0 in range(0, gs[0], ls[0]):
                 block = x[g1:g1 + ls[1], g0:g0 + ls[0]]     # the group's active items
                 where = (slice(None), slice(g1, g1 + ls[1]), slice(g0, g0 + ls[0]))
+                # flattened local ids number the active items: 5 = l0 + e0 * l1
+                e0 = block.shape[1]
                 expected[where] = np.array([block.sum(), block.min(), block.max(),
-                                            2 * block[0, 5]])[:, None, None]
+                                            2 * block[5 // e0, 5 % e0]])[:, None, None]
         return {"out": expected}
     return Case("group_collectives", group_collectives, inputs, reference,
                 lambda x, out: {"out": out}, gs, ls)
@@ -360,7 +362,7 @@ def shuffle_reference(x, global_size, local_size, kind, arg):
 
 
 def _shuffles_case():
-    n, ls = 144, 48
+    n, ls = 148, 48
     calls = [("idx", 3), ("idx", 40), ("down", 1), ("down", 5), ("up", 2), ("xor", 1),
              ("xor", 16)]
 
@@ -398,7 +400,7 @@ def warp_scan(x, out):
 
 
 def _scan_case():
-    n = 4 * SCAN_GROUP
+    n = 4 * SCAN_GROUP + 50     # a partial last group of a warp and 18 items
 
     def inputs():
         return _rng(9).integers(-100, 100, n), np.zeros(n, np.int64)

@@ -180,18 +180,64 @@ def test_block_reduction_with_barriers_in_a_tree_loop(launch_with, local_size):
     np.testing.assert_array_equal(out, x.reshape(-1, local_size).sum(axis=1))
 
 
-def test_barrier_kernels_need_a_multiple_of_the_local_size(launch_with):
-    k = launch_with(block_sum)
-    with pytest.raises(KernelLaunchError, match="multiple"):
-        k[1000, 256](np.ones(1000), np.zeros(4))
+def block_sum_any(x, out):
+    """block_sum for any global size: the tree adds only slots of the
+    group's items (a partial last group has fewer)."""
+    lid = get_local_id(0)
+    tmp = local.array(256, np.float64)
+    tmp[lid] = x[get_global_id(0)]
+    n = min(get_local_size(0), get_global_size(0) - get_group_id(0) * get_local_size(0))
+    barrier()
+    s = get_local_size(0) // 2
+    while s > 0:
+        if lid < s and lid + s < n:
+            tmp[lid] += tmp[lid + s]
+        barrier()
+        s //= 2
+    if lid == 0:
+        out[get_group_id(0)] = tmp[0]
 
 
-def test_barrier_kernel_with_omitted_local_size_picks_a_divisor(launch_with):
-    n = 256 * 3
+def test_barrier_kernel_with_a_partial_last_group(launch_with):
+    """1000 = 3 x 256 + 232: the last group's barriers count its 232 items
+    (on the GPU, a launch of its own)."""
+    x = _rng(2).integers(0, 100, 1000).astype(np.float64)
+    out = np.zeros(4)
+    launch_with(block_sum_any)[1000, 256](x, out)
+    np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
+
+
+def test_barrier_kernel_with_omitted_local_size(launch_with):
+    n = 256 * 3 + 5
     x = np.arange(n, dtype=np.float64)
-    out = np.zeros(n)
-    launch_with(block_sum)[n](x, out)      # local size chosen: 256 (divides n)
-    np.testing.assert_array_equal(out[:3], x.reshape(3, 256).sum(axis=1))
+    out = np.zeros(4)
+    launch_with(block_sum_any)[n](x, out)      # local size chosen: 256
+    np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
+
+
+def group_sizes(out):
+    """Per item: its group's item count (a reduction), the uniform local size
+    and its flattened local id."""
+    i = get_global_id(0)
+    j = get_global_id(1)
+    n = group.reduce_add(1)
+    barrier()
+    out[0, j, i] = n
+    out[1, j, i] = get_local_size(0) * get_local_size(1)
+    out[2, j, i] = group.broadcast(get_local_id(0) + 100 * get_local_id(1), 1)
+
+
+def test_partial_groups_in_two_dims_count_only_their_items(launch_with):
+    """(9, 6) in groups of (8, 4): groups of 8x4, 1x4, 8x2 and 1x2 items;
+    get_local_size stays (8, 4); flattened id 1 is (1, 0), or (0, 1) in a
+    group one item wide."""
+    out = np.zeros((3, 6, 9), np.int64)
+    launch_with(group_sizes)[(9, 6), (8, 4)](out)
+    e0 = np.where(np.arange(9) < 8, 8, 1)[None, :]
+    e1 = np.where(np.arange(6) < 4, 4, 2)[:, None]
+    np.testing.assert_array_equal(out[0], e0 * e1)
+    assert (out[1] == 32).all()
+    np.testing.assert_array_equal(out[2], np.where(e0 == 1, 100, 1) + 0 * e1)
 
 
 def private_reverse(x, out):

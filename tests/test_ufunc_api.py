@@ -200,6 +200,18 @@ def test_reduce_multiply_maximum_minimum(target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_outer(target):
+    u = _ufuncs(target)
+    a, b = np.arange(6.0).reshape(2, 3), np.linspace(-1.0, 1.0, 4)
+    _same(u["mul"].outer(a, b), np.multiply.outer(a, b))
+    _same(u["max"].outer(b, a), np.maximum.outer(b, a))
+    _same(u["mul"].outer(2.5, b), np.multiply.outer(2.5, b))
+    out = np.empty((4, 4))
+    u["max"].outer(b, b, out=out)
+    _same(out, np.maximum.outer(b, b))
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_gufunc_core_dimensions_and_loop_broadcasting(target):
     u = _ufuncs(target)
     a, b = np.arange(12.0).reshape(3, 4), np.linspace(1.0, 2.0, 4)

@@ -19,7 +19,10 @@ from ..lowering.function import FunctionLowerer
 from ..lowering.types import flat_types, param_type
 
 # The id values a kernel function takes, three (dims 0..2) of each, in order.
-ID_KINDS = ("global", "local", "group", "global_size", "local_size", "num_groups")
+# "extent": the items the work-item's group has per dim, min(local size,
+# global size - the group's first global id): smaller than the local size
+# in a partial last group, whose collectives and flattened ids count only them.
+ID_KINDS = ("global", "local", "group", "global_size", "local_size", "num_groups", "extent")
 
 
 @dataclass
@@ -47,7 +50,7 @@ def shared_memory_type() -> ir.MemRefType:
 
 
 class KernelBodyLowerer(FunctionLowerer):
-    """A FunctionLowerer whose function takes 18 more `index` parameters,
+    """A FunctionLowerer whose function takes 21 more `index` parameters,
     the ids (ID_KINDS), and on the GPU the block's dynamic shared memory,
     bound in `kernel` (a KernelContext) for the rules."""
 

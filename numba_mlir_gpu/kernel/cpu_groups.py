@@ -85,8 +85,8 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
     # 2. entry: the group's state slots; count of items
     first_branch = list(entry.operations)[-1]
     with ir.InsertionPoint.at_block_begin(entry), ir.Location.unknown():
-        count = arith.MulIOp(arith.MulIOp(ids["local_size"][0], ids["local_size"][1]).result,
-                             ids["local_size"][2]).result
+        count = arith.MulIOp(arith.MulIOp(ids["extent"][0], ids["extent"][1]).result,
+                             ids["extent"][2]).result
     state_slot, next_slot, item_slot = [_slot(entry, index) for _ in range(3)]
     scalar_slots = [op for op in entry.operations
                     if op.operation.name == "memref.alloca" and
@@ -147,14 +147,14 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
         if key not in per_block:
             with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
                 item = memref.LoadOp(item_slot, []).result
-                size = ids["local_size"]
+                size = ids["extent"]
                 lid0 = arith.RemUIOp(item, size[0]).result
                 rest = arith.DivUIOp(item, size[0]).result
                 lid1 = arith.RemUIOp(rest, size[1]).result
                 lid2 = arith.DivUIOp(rest, size[1]).result
                 local = [lid0, lid1, lid2]
                 global_ = [arith.AddIOp(arith.MulIOp(g, s).result, l).result
-                           for g, s, l in zip(ids["group"], size, local)]
+                           for g, s, l in zip(ids["group"], ids["local_size"], local)]
             per_block[key] = (item, local, global_)
         return per_block[key]
 
@@ -182,7 +182,7 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
             owner.erase()
         slot_op.operation.erase()
     for view, nbytes in private_arrays:
-        _slice_per_item(view, nbytes, entry, count, fn_op, block_values, ids["local_size"])
+        _slice_per_item(view, nbytes, entry, count, fn_op, block_values, ids["extent"])
     for kind, which in (("local", 1), ("global", 2)):
         for d, arg in enumerate(ids[kind]):
             for use in list(arg.uses):
@@ -271,10 +271,17 @@ def run_groups(lw, name, flat, results, context, global_size, local_size, groups
         group_id = list(reversed(indices))
         first = [arith.MulIOp(g, s).result for g, s in zip(group_id, local_size)]
         ids = {"global": first, "local": [zero] * 3, "group": group_id,
-               "global_size": global_size, "local_size": local_size, "num_groups": groups}
+               "global_size": global_size, "local_size": local_size, "num_groups": groups,
+               "extent": group_extent(first, local_size, global_size)}
         func.CallOp(results, name, flat + [v for kind in ID_KINDS for v in ids[kind]])
         return []
     lw.target.parallel_loop(lw, list(reversed(groups)), per_group, [])
+
+
+def group_extent(first: list, local_size: list, global_size: list) -> list:
+    """The items per dim of the group whose first global ids are `first`."""
+    return [arith.MinUIOp(l, arith.SubIOp(g, f).result).result
+            for f, l, g in zip(first, local_size, global_size)]
 
 
 def _find_function(module, name: str):

@@ -8,11 +8,10 @@ place), typing per argument types and the compiled-code cache are the
 njit dispatcher's.
 
 Sizes: an int or a tuple of 1 to 3 ints; the local size has as many dims
-as the global size, or is omitted (then chosen here: at most 256 items,
-dividing the global size where the kernel has barriers or collectives).
+as the global size, or is omitted (then chosen here: at most 256 items).
 Groups per dim: ceil(global / local). Work-items past the global size run
-nothing. Kernels with barriers or group collectives need global sizes that
-are multiples of the local size (KernelLaunchError otherwise).
+nothing; the last group along a dim may be partial, and its barriers and
+collectives count only its items (launch.py).
 """
 from __future__ import annotations
 
@@ -49,12 +48,6 @@ def split_launch(config) -> tuple:
     if isinstance(config, tuple) and len(config) == 1:
         return config[0], None
     return config, None
-
-
-def partial_groups_error(name: str, global_size, local_size) -> KernelLaunchError:
-    return KernelLaunchError(f"the kernel {name} uses barriers or group operations: its global "
-                             f"size {tuple(global_size)} must be a multiple of its local size "
-                             f"{tuple(local_size)}")
 
 
 def _sizes(value, what: str) -> tuple:
@@ -96,13 +89,6 @@ def _kind(value):
     return _UNCACHED                    # anything else (tuples...): typed by Numba each time
 
 
-def _divisor_at_most(n: int, most: int) -> int:
-    for d in range(min(n, most), 0, -1):
-        if n % d == 0:
-            return d
-    return 1
-
-
 class Kernel:
     """A kernel function; `k[global_size]` or `k[global_size, local_size]`
     gives a launch to call with the kernel's arguments."""
@@ -113,8 +99,8 @@ class Kernel:
         self.options = options
         self._launch = KernelLaunch(py_func)
         self._launchers: dict = {}       # number of arguments -> njit dispatcher
-        self._collectives: dict = {}     # argument types -> barriers or collectives?
-        self._plans: dict = {}           # _kind of each argument -> (dispatcher, collectives)
+        self._compiled: set = set()      # launcher signatures compiled
+        self._plans: dict = {}           # _kind of each argument -> dispatcher
         self._configs: dict = {}         # k[...]'s key -> KernelLaunchConfig (launches repeat)
         self.__name__ = py_func.__name__
         self.__doc__ = py_func.__doc__
@@ -166,20 +152,18 @@ class Kernel:
         """Compile for arguments like `args`; returns (dispatcher, signature)."""
         dispatcher = self.launcher(len(args))
         sig = self.signature(args)
-        if sig not in self._collectives:
-            self._launch.collectives.clear()
+        if sig not in self._compiled:
             dispatcher.compile(sig)
-            self._collectives[sig] = any(self._launch.collectives.values())
+            self._compiled.add(sig)
         return dispatcher, sig
 
-    def plan(self, args) -> tuple:
-        """(dispatcher, uses barriers or collectives) for arguments like
-        `args`, cached by a cheap key of their kinds (launches repeat)."""
+    def plan(self, args):
+        """The launcher's dispatcher for arguments like `args`, cached by a
+        cheap key of their kinds (launches repeat)."""
         key = tuple(map(_kind, args))
         found = self._plans.get(key)
         if found is None:
-            dispatcher, sig = self.compile(*args)
-            found = (dispatcher, self._collectives[sig])
+            found = self.compile(*args)[0]
             if _UNCACHED not in key:
                 self._plans[key] = found
         return found
@@ -194,10 +178,6 @@ class Kernel:
         dispatcher, sig = self.compile(*args)
         return inspect_ptx(dispatcher, sig)
 
-    def has_collectives(self, *args) -> bool:
-        """Does the kernel (for these argument types) use barriers or group operations?"""
-        return self._collectives[self.compile(*args)[1]]
-
 
 class KernelLaunchConfig:
     def __init__(self, kernel: Kernel, global_size: tuple, local_size: Optional[tuple]):
@@ -205,27 +185,22 @@ class KernelLaunchConfig:
             raise KernelLaunchError(f"the local size {local_size} and the global size "
                                     f"{global_size} have different numbers of dimensions")
         self.kernel, self.global_size, self.local_size = kernel, global_size, local_size
-        self._resolved: dict = {}       # uses collectives -> the launcher's six sizes
+        self.sizes = self.resolve()
 
     def __call__(self, *args):
-        dispatcher, collectives = self.kernel.plan(args)
-        sizes = self._resolved.get(collectives)
-        if sizes is None:
-            sizes = self._resolved[collectives] = self.resolve(collectives)
-        if sizes:                           # () for an empty launch
-            dispatcher(*sizes, *args)
+        dispatcher = self.kernel.plan(args)
+        if self.sizes:                           # () for an empty launch
+            dispatcher(*self.sizes, *args)
         return None
 
-    def resolve(self, collectives: bool) -> tuple:
+    def resolve(self) -> tuple:
         """The six sizes the launcher takes (global, local, padded to 3-d),
-        () when there is nothing to run; KernelLaunchError for sizes the
-        kernel cannot run with."""
-        local = self.local_size or self.choose_local(collectives)
+        () when there is nothing to run; KernelLaunchError for sizes no
+        kernel can run with."""
+        local = self.local_size or self.choose_local()
         if math.prod(local) > rules.MAX_GROUP_ITEMS:
             raise KernelLaunchError(f"the local size {local} has more than "
                                     f"{rules.MAX_GROUP_ITEMS} work-items")
-        if collectives and any(g % l for g, l in zip(self.global_size, local)):
-            raise partial_groups_error(self.kernel.__name__, self.global_size, local)
         groups = [-(-g // l) for g, l in zip(self.global_size, local)]
         if any(n > limit for n, limit in zip(groups, MAX_GROUPS)):
             raise KernelLaunchError(f"{groups} work-groups: at most {MAX_GROUPS} per dimension")
@@ -234,10 +209,8 @@ class KernelLaunchConfig:
         pad = (1,) * (3 - len(local))
         return tuple(self.global_size) + pad + tuple(local) + pad
 
-    def choose_local(self, collectives: bool) -> tuple:
+    def choose_local(self) -> tuple:
         default = DEFAULT_ITEMS[len(self.global_size)]
-        if collectives:
-            return tuple(_divisor_at_most(g, d) for g, d in zip(self.global_size, default))
         return tuple(max(1, min(g, d)) for g, d in zip(self.global_size, default))
 
 

@@ -78,8 +78,10 @@ for _kind, _fn in (("global", api.get_global_id), ("local", api.get_local_id),
 
 
 def flat_local(context):
-    """The work-item's flattened local id (dim 0 fastest) and the group's size."""
-    lid, size = context.ids["local"], context.ids["local_size"]
+    """The work-item's flattened local id (dim 0 fastest) and the group's
+    number of items, over the group's items (its extent: a partial group
+    numbers only those that exist, as the GPU's smaller block does)."""
+    lid, size = context.ids["local"], context.ids["extent"]
     flat = arith.AddIOp(lid[0], arith.MulIOp(size[0], arith.AddIOp(
         lid[1], arith.MulIOp(size[1], lid[2]).result).result).result).result
     count = arith.MulIOp(arith.MulIOp(size[0], size[1]).result, size[2]).result

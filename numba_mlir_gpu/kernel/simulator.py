@@ -51,7 +51,7 @@ import numpy as np
 
 from . import api as _api
 from .api import WARP_SIZE, set_simulator_state
-from .dispatcher import partial_groups_error, split_launch
+from .dispatcher import split_launch
 
 __all__ = ["kernel_sim", "SimulatedKernel", "KernelDeadlockError", "DEFAULT_LOCAL_SIZE",
            "MAX_GROUP_ITEMS"]
@@ -252,11 +252,6 @@ class _Item:
         return self._wait(f"shuffle_{kind}", "warp", (value, arg))
 
     def _wait(self, kind, scope, value=None):
-        if self.group.partial:
-            # the compiled kernel refuses such a launch before it runs (dispatcher.py)
-            launch = self.group.launch
-            raise partial_groups_error(launch.kernel.__name__, launch.global_size,
-                                       launch.local_size)
         self.waiting = _Wait(kind, scope, _call_site(), value)
         self.group.launch.scheduler.block(self)
         self.waiting = None
@@ -392,7 +387,7 @@ class _Wait:
 # ----------------------------------------------------------------- groups
 
 class _Group:
-    __slots__ = ("launch", "id", "items", "local_arrays", "partial")
+    __slots__ = ("launch", "id", "items", "local_arrays")
 
     def __init__(self, launch, group_id):
         self.launch = launch
@@ -401,16 +396,13 @@ class _Group:
         gs, ls = launch.global_size, launch.local_size
         items = []
         base = [g * l for g, l in zip(group_id, ls)]
-        extents = [min(l, n - b) for l, n, b in zip(ls, gs, base)]   # active items per dim
-        for flat_local in np.ndindex(*reversed(ls)):
-            local = tuple(reversed(flat_local))
-            if all(i < e for i, e in zip(local, extents)):
-                flat = 0
-                for i, l in zip(reversed(local), reversed(ls)):
-                    flat = flat * l + i
-                items.append(_Item(self, local, tuple(b + i for b, i in zip(base, local)), flat))
+        # the items that exist per dim; a partial group numbers (flattens) only
+        # them, as the GPU's smaller block of a partial group does
+        extents = [min(l, n - b) for l, n, b in zip(ls, gs, base)]
+        for flat, reversed_local in enumerate(np.ndindex(*reversed(extents))):
+            local = tuple(reversed(reversed_local))
+            items.append(_Item(self, local, tuple(b + i for b, i in zip(base, local)), flat))
         self.items = items
-        self.partial = any(e < l for e, l in zip(extents, ls))
 
 
 class _Launch:

@@ -250,9 +250,17 @@ class UFunc(DUFunc):
     def reduceat(self, *args, **kws):
         raise NotImplementedError(f"{self.__name__}.reduceat: not provided (reduce is)")
 
-    def outer(self, *args, **kws):
-        raise NotImplementedError(f"{self.__name__}.outer: not provided (broadcast instead: "
-                                  "f(a[:, None], b))")
+    def outer(self, a, b, out=None):
+        """NumPy's `ufunc.outer` for two-input ufuncs: r[i..., j...] =
+        f(a[i...], b[j...]), one call on `a` viewed with b.ndim trailing
+        unit dims, broadcast against `b`."""
+        if self.nin != 2:
+            raise ValueError(f"{self.__name__}.outer: only for ufuncs of two inputs")
+        a, b = operands.normalise(a), operands.normalise(b)
+        b_ndim = len(operands.shape_of(b))
+        if operands.is_array(a) and b_ndim:
+            a = a.reshape(tuple(a.shape) + (1,) * b_ndim)
+        return self(a, b, out=out)
 
     def at(self, *args, **kws):
         raise NotImplementedError(f"{self.__name__}.at: not provided")
