@@ -3,7 +3,7 @@ compiled at the call (cold), loaded from Numba's on-disk cache filled by an
 earlier process (warm cache), and loaded from an ahead-of-time build made
 with no GPU visible (CUDA_VISIBLE_DEVICES=""). Prints one JSON line.
 
-    source .gpu/setup.sh && python3 -m benchmarks.aot_probe [--repeat 5]
+    source .gpu/setup.sh && python3 -m benchmarks.aot_probe [--repeat 5] [--profile]
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .cases import black_scholes
 
 # the benchmark suite's Black-Scholes, in a module of its own (a `cache=True` entry
 # and an ahead-of-time build are keyed by the function's module and source)
+PROFILE = False
 HEADER = "import math\nfrom numba import prange\nimport numba_mlir_gpu\n\n\n"
 
 
@@ -37,10 +38,21 @@ CALL = textwrap.dedent("""
     rng = np.random.default_rng(0)
     s, k, t = rng.uniform(50, 150, n), rng.uniform(50, 150, n), rng.uniform(0.1, 2.0, n)
     call = np.zeros(n)
+    profile = None
+    if PROFILE:
+        import cProfile, io, pstats
+        profile = cProfile.Profile()
+        profile.enable()
     start = time.perf_counter()
     bs_probe.black_scholes(s, k, t, 0.02, 0.3, call)     # host arrays: returns when done
     first = time.perf_counter() - start
-    print(json.dumps({"first_call_s": first, "pipeline_runs": jit.PIPELINE_RUNS}))
+    report = {"first_call_s": first, "pipeline_runs": jit.PIPELINE_RUNS}
+    if profile is not None:
+        profile.disable()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(30)
+        report["profile"] = text.getvalue()
+    print(json.dumps(report))
 """)
 
 
@@ -48,7 +60,8 @@ def _run(folder: str, script: str, **extra) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([folder, os.getcwd(),
                                                        os.environ.get("PYTHONPATH", "")]))
     env.update({"NUMBA_CACHE_DIR": os.path.join(folder, "cache"), **extra})
-    done = subprocess.run([sys.executable, "-c", script], cwd=folder, env=env,
+    done = subprocess.run([sys.executable, "-c", f"PROFILE = {PROFILE}\n{script}"], cwd=folder,
+                          env=env,
                           capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
@@ -59,7 +72,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--arch", default="sm_80,sm_90,sm_100")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile each first call; the top 30 functions in each run's JSON")
     options = parser.parse_args()
+    global PROFILE
+    PROFILE = options.profile
     results: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "bs_probe.py"), "w") as f:

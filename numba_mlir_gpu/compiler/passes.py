@@ -23,6 +23,7 @@ from .atomics import compare_exchanges, fences
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
 from .deallocation import operations as _ops
+from .division import reciprocal_division_in_kernels
 from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
@@ -175,7 +176,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         compare_exchanges, fences, barriers_from_markers, prepare, copies_of_views_as_loops,
         drop_wraparound_of_nonnegative_indices, tile,
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
-        ieee_sqrt_in_kernels,
+        reciprocal_division_in_kernels, ieee_sqrt_in_kernels,
         precise_libm_calls,
         *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
 
