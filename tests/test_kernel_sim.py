@@ -11,7 +11,6 @@ import pytest
 from numba_mlir_gpu.kernel import (OutsideKernelError, WARP_SIZE, atomic, barrier, get_global_id,
                                    get_global_size, get_local_id, get_local_size, group,
                                    kernel_sim, local, private)
-from numba_mlir_gpu.kernel.dispatcher import KernelLaunchError
 from numba_mlir_gpu.kernel.simulator import (DEFAULT_LOCAL_SIZE, KernelDeadlockError,
                                              launch_sizes)
 
