@@ -247,9 +247,20 @@ def reduction_of_data_sized(x, counts):
     return s
 
 
+def order_statistics_of_rows(x):
+    """np.median/percentile/quantile of each row: Numba's implementations copy
+    the row to partition it (issue 15: refused in GPU prange bodies before)."""
+    out = np.empty((x.shape[0], 3))
+    for i in prange(x.shape[0]):
+        out[i, 0] = np.median(x[i])
+        out[i, 1] = np.percentile(x[i], 30.0)
+        out[i, 2] = np.quantile(x[i], 0.7)
+    return out
+
+
 ON_THE_HEAP = [sized_by_the_data, nested_sized_by_the_data,
                calls_an_allocating_function, outer_products, digitized_rows, pairwise_bounds,
-               reduction_of_data_sized]
+               reduction_of_data_sized, order_statistics_of_rows]
 
 
 def _heap_cases(n, rng):
@@ -261,7 +272,8 @@ def _heap_cases(n, rng):
             (outer_products, (x, rng.random((n, 11)))),
             (digitized_rows, (x, np.linspace(0.1, 0.9, 5))),
             (pairwise_bounds, (x, rng.random((5, 11)))),
-            (reduction_of_data_sized, (x[:, 0].copy(), counts))]
+            (reduction_of_data_sized, (x[:, 0].copy(), counts)),
+            (order_statistics_of_rows, (x,))]
 
 
 @pytest.mark.parametrize("target", TARGETS)

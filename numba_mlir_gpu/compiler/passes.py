@@ -22,6 +22,7 @@ from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
+from .constant_slots import fold_constant_scalar_buffers
 from .deallocation import operations as _ops
 from .division import reciprocal_division_in_kernels
 from .fp64 import truncate_fp64
@@ -173,7 +174,8 @@ def gpu_pipeline(options: GPUOptions) -> list:
     sass = [functools.partial(assemble, ptxas=toolkit.ptxas, opt_level=o.opt_level)] \
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
-        compare_exchanges, fences, barriers_from_markers, prepare, copies_of_views_as_loops,
+        compare_exchanges, fences, barriers_from_markers, prepare, fold_constant_scalar_buffers,
+        copies_of_views_as_loops,
         drop_wraparound_of_nonnegative_indices, tile,
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
         reciprocal_division_in_kernels, ieee_sqrt_in_kernels,

@@ -1,7 +1,8 @@
-"""`print(a, "text", b)` in host code (lowering/printing.py): numbers,
-booleans and constant strings, written as Numba's print writes them. Inside
-a prange body or a GPU kernel it is refused: on the CPU the workers would
-wait for the interpreter lock the calling thread holds."""
+"""`print(a, "text", b)`: numbers, booleans and constant strings. In host
+code written as Numba's print writes them (lowering/printing.py's Python
+callbacks); inside a prange body or a kernel with printf, one call a line
+(lowering/printing.printf_line: the callbacks would wait there for the
+interpreter lock that the calling thread holds)."""
 from __future__ import annotations
 
 import itertools
@@ -21,12 +22,12 @@ _texts = itertools.count()
 
 @stmt_rules.register(nir.Print)
 def lower_print(lw, stmt: nir.Print) -> None:
-    if lw.parallel_depth > 0:
-        raise UnsupportedConstructError("print() inside a prange body or a GPU kernel",
-                                        stmt.loc)
     if stmt.vararg is not None:
         raise UnsupportedConstructError("print(*args)", stmt.loc)
     module = lw.mlower.module
+    if lw.parallel_depth > 0:
+        _print_in_parallel_code(lw, module, stmt)
+        return
     for i, var in enumerate(stmt.args):
         if i in stmt.consts:
             _text(lw, module, str(stmt.consts[i]))
@@ -41,6 +42,32 @@ def lower_print(lw, stmt: nir.Print) -> None:
         else:
             raise UnsupportedConstructError(f"print() of {ty}", stmt.loc)
     printing.print_end(module)
+
+
+def _print_in_parallel_code(lw, module, stmt: nir.Print) -> None:
+    items = []
+    for i, var in enumerate(stmt.args):
+        if i in stmt.consts:
+            items.append(("text", str(stmt.consts[i])))
+            continue
+        ty = types.unliteral(lw.typeof(var.name))
+        value = lw.read(var)
+        if isinstance(value, PyValue):
+            items.append(("text", str(value.obj)))
+        elif isinstance(value, ir.Value) and is_scalar(ty) and \
+                isinstance(ty, (types.Integer, types.Float, types.Boolean)):
+            items.append((ty, value))
+        else:
+            raise UnsupportedConstructError(f"print() of {ty} in a prange body or a kernel",
+                                            stmt.loc)
+    if sum(isinstance(kind, types.Boolean) for kind, _ in items) > \
+            printing.MAX_PRINTED_BOOLEANS:
+        raise UnsupportedConstructError(
+            f"print() of more than {printing.MAX_PRINTED_BOOLEANS} booleans in a prange body "
+            "or a kernel", stmt.loc)
+    kernel = getattr(lw, "kernel", None)
+    gpu = kernel.gpu if kernel is not None else bool(getattr(lw.target, "gpu", False))
+    printing.printf_line(module, items, gpu, f"{lw.name}_printf_{next(_texts)}")
 
 
 def _text(lw, module, text: str) -> None:

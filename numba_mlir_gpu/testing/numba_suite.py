@@ -15,6 +15,7 @@ import datetime
 import importlib
 import json
 import os
+import platform
 import re
 import select
 import signal
@@ -242,6 +243,7 @@ def result_document(test_ids, results, target: str, seconds: float, na: dict,
     command = COMMAND if target == "cpu" else f"NUMBA_MLIR_GPU_TARGET={target} {COMMAND}"
     return {
         "numba_version": numba.__version__,
+        "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "target": target,
         "fallback": fallback,
@@ -288,7 +290,9 @@ def write_markdown(path: Path = ROOT / "docs" / "numba-suite.md") -> None:
             title += (", with the host fallback (Numba lowers host code MLIR does not cover; "
                       "not what the suites' targets count)")
         lines += [title, "",
-                  f"Numba {doc['numba_version']}, {doc['date']}, {doc['seconds']} s. "
+                  f"Numba {doc['numba_version']}"
+                  + (f", Python {doc['python']}" if doc.get("python") else "")
+                  + f", {doc['date']}, {doc['seconds']} s. "
                   f"Not-applicable list: {doc['not_applicable_entries']} entries "
                   "(`numba_mlir_gpu/testing/not_applicable.txt`).", "",
                   f"Command: `{doc['command']}`", "",
