@@ -130,6 +130,16 @@ def fresh_results_not_cloned(module: ir.Module) -> None:
             op.erase()
 
 
+def inside(op, name: str) -> bool:
+    """Is `op` nested in an operation named `name` (say "gpu.module")?"""
+    parent = op.parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.parent
+    return False
+
+
 def operations(module: ir.Module, wanted) -> list:
     """The operations of `module` for which `wanted(op)` holds (collected
     first, so that the caller may replace them)."""

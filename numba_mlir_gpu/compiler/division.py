@@ -26,7 +26,7 @@ speculate). Divisions with fast-math flags are left to LLVM.
 from __future__ import annotations
 
 from .._mlir import arith, ir, math, memref, scf
-from .deallocation import operations
+from .deallocation import inside, operations
 
 _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel"})
 _FUNCTIONS = frozenset({"func.func", "gpu.func", "gpu.module", "builtin.module"})
@@ -41,7 +41,7 @@ def reciprocal_division_in_kernels(module: ir.Module, in_kernels_only: bool = Tr
     for op in operations(module, lambda op: op.name == "arith.divf"):
         if _has_fastmath(op) or not isinstance(op.results[0].type, (ir.F32Type, ir.F64Type)):
             continue
-        if in_kernels_only and not _inside(op, "gpu.module"):
+        if in_kernels_only and not inside(op, "gpu.module"):
             continue
         divisor = op.operands[1]
         slot = _variable_slot(divisor)
@@ -62,15 +62,6 @@ def _has_fastmath(op) -> bool:
     text = str(op.attributes["fastmath"])
     flags = set(text[text.find("<") + 1:text.rfind(">")].split(","))
     return bool(flags & {"fast", "arcp", "afn", "reassoc"})
-
-
-def _inside(op, name: str) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent.name == name:
-            return True
-        parent = parent.parent
-    return False
 
 
 def _variable_slot(value: ir.Value):

@@ -20,9 +20,10 @@ from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
+from .constant_slots import fold_constant_scalar_buffers
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
-from .constant_slots import fold_constant_scalar_buffers
+from .deallocation import inside as _inside
 from .deallocation import operations as _ops
 from .division import reciprocal_division_in_kernels
 from .fp64 import truncate_fp64
@@ -316,11 +317,3 @@ def precise_libm_calls(module) -> None:
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
 
-
-def _inside(op, name: str) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent.name == name:
-            return True
-        parent = parent.parent
-    return False
