@@ -518,3 +518,40 @@ def test_real_and_imag_views_compile_for_the_gpu():
     from .test_codegen import compile_only
     for fn, make_args in PART_CASES:
         compile_only(fn, *make_args())
+
+
+def atleast_views(a, b, s):
+    x = np.atleast_2d(a)
+    y = np.atleast_3d(b)
+    z = np.atleast_1d(a)
+    p, q = np.atleast_2d(s, b)
+    x[0, 0] += 1.0                      # views: writes reach the arguments
+    return x.shape, y.shape, z.shape, p.shape, q.shape, x.sum(axis=0), y[:, :, 0].copy(), p.copy()
+
+
+def atleast_in_prange(a, out):
+    for i in prange(a.shape[0]):
+        row = np.atleast_2d(a[i])
+        out[i] = row.sum() + row.shape[0]
+
+
+ATLEAST_CASES = [
+    (atleast_views, lambda: (np.arange(6.0), np.arange(6.0).reshape(2, 3), np.array(2.5))),
+    (atleast_views, lambda: (np.arange(10.0)[::2], np.asfortranarray(np.ones((3, 2))),
+                             np.arange(3.0))),
+    (atleast_in_prange, lambda: (np.arange(20.0).reshape(5, 4), np.zeros(5))),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, make_args", ATLEAST_CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_atleast_nd_are_views_as_numbas(fn, make_args, target):
+    """np.atleast_1d/2d/3d: NumPy's unit dims (0-d -> (1, 1), (n) -> (1, n),
+    (m, n) -> (m, n, 1)) as views of the argument, one array or a tuple."""
+    check(fn, *make_args(), target=target)
+
+
+def test_atleast_nd_compile_for_the_gpu():
+    from .test_codegen import compile_only
+    for fn, make_args in ATLEAST_CASES:
+        compile_only(fn, *make_args())

@@ -326,3 +326,51 @@ def _part_view(array: ArrayValue, part: int, result_ty: types.Array, loc) -> Arr
 def _cast(value: ir.Value, to: ir.Type) -> ir.Value:
     return ir.Operation.create("builtin.unrealized_conversion_cast", results=[to],
                                operands=[value]).result
+
+
+# -- np.atleast_1d/2d/3d: views with unit dimensions ---------------------------
+
+def _with_unit_dims(array: ArrayValue, result_ty: types.Array, minimum: int, loc) -> ArrayValue:
+    """NumPy's placement of the new unit dims: 0-d -> (1,)*minimum; 1-d (n)
+    -> (1, n) or (1, n, 1); 2-d (m, n) -> (m, n, 1) for 3. A unit dim's
+    stride is the one C order would give it, so a C array stays one."""
+    ndim = array.type.ndim
+    if ndim >= minimum:
+        return array
+    meta = memref.ExtractStridedMetadataOp(array.memref)
+    extents = [to_i64(e) for e in meta.results[2:2 + ndim]]
+    strides = [to_i64(s) for s in meta.results[2 + ndim:]]
+    one = const_i64(1)
+    if ndim == 0:
+        extents, strides = [one] * minimum, [one] * minimum
+    else:
+        if minimum >= 2 and ndim == 1:      # (n) -> (1, n)
+            extents, strides = [one] + extents, \
+                [arith.MulIOp(extents[0], strides[0]).result] + strides
+        if minimum == 3:                    # (m, n) -> (m, n, 1)
+            extents, strides = extents + [one], strides + [one]
+    n = len(extents)
+    view = memref.ReinterpretCastOp(
+        strided_memref_type(result_ty, loc), array.memref, [meta.results[1]],
+        [to_index(e) for e in extents], [to_index(s) for s in strides],
+        [_dynamic_offset()], [_dynamic_size()] * n, [_dynamic_offset()] * n).result
+    return ArrayValue(view, result_ty, view=True)
+
+
+def _atleast(minimum: int):
+    def rule(lw, args, sig, expr):
+        results = sig.return_type.types if isinstance(sig.return_type, types.BaseTuple) \
+            else (sig.return_type,)
+        if len(args) != len(results) or \
+                not all(isinstance(a, ArrayValue) for a in args):
+            raise UnsupportedConstructError(
+                f"np.atleast_{minimum}d of {', '.join(map(str, sig.args))} (arrays are "
+                "supported)", expr.loc)
+        views = [_with_unit_dims(a, r, minimum, expr.loc) for a, r in zip(args, results)]
+        return views[0] if len(views) == 1 and not isinstance(sig.return_type, types.BaseTuple) \
+            else TupleValue(views, sig.return_type)
+    return rule
+
+
+for _minimum, _function in ((1, np.atleast_1d), (2, np.atleast_2d), (3, np.atleast_3d)):
+    call_rules.register(_function)(_atleast(_minimum))
