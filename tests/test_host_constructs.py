@@ -338,6 +338,48 @@ def test_zip_and_ndenumerate():
     same(ndenumerate_sum, np.zeros((0, 4)))
 
 
+# -- np.ndindex, and Numba's np.partition / np.argpartition that loop over it ------
+
+def ndindex_of_a_shape(a):
+    s = 0.0
+    for idx in np.ndindex(a.shape):
+        s += a[idx] * (idx[0] + 1)
+    return s
+
+
+def ndindex_of_sizes(n, m):
+    c = 0
+    for i, j in np.ndindex(n, m):
+        c += i * 10 + j
+    return c
+
+
+def ndindex_in_prange(a):
+    out = np.zeros(a.shape[0])
+    for i in prange(a.shape[0]):
+        for j, k in np.ndindex(a.shape[1], a.shape[2]):
+            out[i] += a[i, j, k] * j - k
+    return out
+
+
+def partitions(a, k):
+    return np.partition(a, k), np.argpartition(a, k)
+
+
+def test_ndindex_and_the_partitions():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    same(ndindex_of_a_shape, a)
+    same(ndindex_of_a_shape, a[:, ::2].T)
+    same(ndindex_of_a_shape, np.zeros((0, 3)))
+    same(ndindex_of_sizes, 3, 4)
+    same(ndindex_of_sizes, 0, 4)
+    same(ndindex_in_prange, a, parallel=True)
+    builds_for_gpu(ndindex_in_prange, a)
+    same(partitions, np.array([5.0, 1, 4, 2, 3, 0.5]), 2)
+    same(partitions, np.arange(12.0)[::-1].reshape(3, 4).copy(), 1)
+    same(partitions, np.array([3, 1, 2], dtype=np.int64), -1)
+
+
 # -- enumerate with a start, for loops over homogeneous tuples (issue 15, item 3) ------
 
 def enumerate_from(a, start):

@@ -1,6 +1,6 @@
 """`for` loops: iterators over ranges, arrays (elements or rows),
-homogeneous tuples, `enumerate`, `zip` and `np.ndenumerate`, as Numba's
-getiter / iternext / pair_first / pair_second."""
+homogeneous tuples, `enumerate`, `zip`, `np.ndenumerate` and `np.ndindex`,
+as Numba's getiter / iternext / pair_first / pair_second."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ from .loops import delinearize
 from .registry import getitem_rules
 from .types import is_scalar, scalar_type
 from .values import (ArrayValue, EnumerateValue, FlatValue, IterPair, NdEnumerateValue,
-                     RangeIter, RangeValue, TupleValue, ZipValue)
+                     NdIndexValue, RangeIter, RangeValue, TupleValue, ZipValue)
 
 
 @dataclass
@@ -45,6 +45,13 @@ class NdEnumerateIter:
     """np.ndenumerate: the elements in C order with their index tuples."""
     range: RangeIter
     array: ArrayValue
+
+
+@dataclass
+class NdIndexIter:
+    """np.ndindex: the index tuples of a shape in C order."""
+    range: RangeIter
+    extents: list
 
 
 @dataclass
@@ -93,6 +100,13 @@ def getiter(lw, value, ty, expr):
         stop = size_of(value.array)
         return NdEnumerateIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None,
                                        expr), value.array)
+    if isinstance(value, NdIndexValue):
+        stop = const_i64(1)
+        for extent in value.extents:     # no index when any extent is 0 (or negative)
+            stop = arith.MulIOp(stop, select(cmpi("slt", extent, const_i64(0)), const_i64(0),
+                                             extent)).result
+        return NdIndexIter(getiter(lw, RangeValue(const_i64(0), stop, const_i64(1)), None,
+                                   expr), value.extents)
     if isinstance(value, ZipValue):
         return ZipIter([getiter(lw, v, t, expr) for v, t in zip(value.iterables, value.types)])
     raise UnsupportedConstructError(f"iterating over {ty}", expr.loc)
@@ -143,6 +157,9 @@ def iternext(lw, it, expr):
         return IterPair(TupleValue([index, item.value], ty), item.valid)
     if isinstance(it, NdEnumerateIter):
         return _ndenumerate_next(lw, it, expr)
+    if isinstance(it, NdIndexIter):
+        step = iternext(lw, it.range, expr)
+        return IterPair(_delinearized(step, it.extents), step.valid)
     if isinstance(it, ZipIter):
         steps = [iternext(lw, inner, expr) for inner in it.inners]
         valid = steps[0].valid
@@ -166,6 +183,8 @@ def item_type(it) -> types.Type:
     if isinstance(it, NdEnumerateIter):
         ty = it.array.type
         return types.Tuple([types.UniTuple(types.intp, ty.ndim), ty.dtype])
+    if isinstance(it, NdIndexIter):
+        return types.UniTuple(types.intp, len(it.extents))
     if isinstance(it, ZipIter):
         return types.Tuple([item_type(inner) for inner in it.inners])
     return types.Tuple([types.intp, item_type(it.inner)])
@@ -182,14 +201,21 @@ def _ndenumerate_next(lw, it: NdEnumerateIter, expr) -> IterPair:
     of at least 1, so that an empty array divides by no zero) and the
     element there, read only while valid."""
     step = iternext(lw, it.range, expr)
+    index = _delinearized(step, [to_i64(e) for e in shape_of(it.array)])
+    value = _guarded_load(it.array, [to_index(i) for i in index.items], step.valid)
+    return IterPair(TupleValue([index, value], item_type(it)), step.valid)
+
+
+def _delinearized(step: IterPair, extents: list) -> TupleValue:
+    """The C-order position of `step` as an index tuple, delinearized over
+    extents of at least 1 (an empty shape divides by no zero; its positions
+    are never valid)."""
     k = to_index(select(step.valid, step.value, const_i64(0)))
     one = const_index(1)
-    extents = [select(cmpi("eq", e, const_index(0)), one, e) for e in shape_of(it.array)]
+    extents = [to_index(e) for e in extents]
+    extents = [select(cmpi("sle", e, const_index(0)), one, e) for e in extents]
     indices = delinearize(k, extents)
-    index = TupleValue([to_i64(i) for i in indices],
-                       types.UniTuple(types.intp, it.array.type.ndim))
-    value = _guarded_load(it.array, indices, step.valid)
-    return IterPair(TupleValue([index, value], item_type(it)), step.valid)
+    return TupleValue([to_i64(i) for i in indices], types.UniTuple(types.intp, len(extents)))
 
 
 def _array_item(lw, it: ArrayIter, index, valid, expr):

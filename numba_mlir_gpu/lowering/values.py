@@ -132,6 +132,12 @@ class NdEnumerateValue:
 
 
 @dataclass
+class NdIndexValue:
+    """np.ndindex(shape), before iteration starts: the extents (i64)."""
+    extents: list
+
+
+@dataclass
 class ZipValue:
     """zip(a, b, ...), before iteration starts."""
     iterables: list

@@ -14,9 +14,11 @@ from numba.parfors import parfor
 from ..lowering.build import const_i64
 from ..lowering.casts import cast, truth
 from ..lowering.errors import UnsupportedConstructError
+from ..lowering.indexing import index_parts
 from ..lowering.optionals import unwrap_optional, wrap_optional
 from ..lowering.registry import call_rules
-from ..lowering.values import ArrayValue, EnumerateValue, NdEnumerateValue, RangeValue, ZipValue
+from ..lowering.values import (ArrayValue, EnumerateValue, NdEnumerateValue, NdIndexValue,
+                                RangeValue, ZipValue)
 
 
 @call_rules.register(range, numba.prange, parfor.internal_prange)
@@ -47,6 +49,20 @@ def numpy_ndenumerate(lw, args, sig, expr):
     if len(args) != 1 or not isinstance(args[0], ArrayValue):
         raise UnsupportedConstructError(f"np.ndenumerate of {sig.args[0]}", expr.loc)
     return NdEnumerateValue(args[0])
+
+
+@call_rules.register(np.ndindex)
+def numpy_ndindex(lw, args, sig, expr):
+    """np.ndindex(shape) or np.ndindex(d0, d1, ...): the index tuples of
+    that shape in C order."""
+    if len(args) == 1 and isinstance(types.unliteral(sig.args[0]), types.BaseTuple):
+        parts = index_parts(args[0], sig.args[0], expr.loc)
+    else:
+        parts = list(zip(args, (types.unliteral(t) for t in sig.args)))
+    if not all(isinstance(t, types.Integer) for _, t in parts):
+        raise UnsupportedConstructError(f"np.ndindex of {', '.join(map(str, sig.args))}",
+                                        expr.loc)
+    return NdIndexValue([cast(v, t, types.int64) for v, t in parts])
 
 
 @call_rules.register(bool)
