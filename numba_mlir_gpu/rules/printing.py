@@ -25,46 +25,42 @@ def lower_print(lw, stmt: nir.Print) -> None:
     if stmt.vararg is not None:
         raise UnsupportedConstructError("print(*args)", stmt.loc)
     module = lw.mlower.module
+    items = list(_items(lw, stmt))
     if lw.parallel_depth > 0:
-        _print_in_parallel_code(lw, module, stmt)
+        _print_in_parallel_code(lw, module, items, stmt.loc)
         return
-    for i, var in enumerate(stmt.args):
-        if i in stmt.consts:
-            _text(lw, module, str(stmt.consts[i]))
-            continue
-        ty = types.unliteral(lw.typeof(var.name))
-        value = lw.read(var)
-        if isinstance(value, PyValue):
-            _text(lw, module, str(value.obj))
-        elif isinstance(value, ir.Value) and is_scalar(ty) and \
-                isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-            printing.print_number(module, value, ty)
+    for kind, value in items:
+        if kind == "text":
+            _text(lw, module, value)
         else:
-            raise UnsupportedConstructError(f"print() of {ty}", stmt.loc)
+            printing.print_number(module, value, kind)
     printing.print_end(module)
 
 
-def _print_in_parallel_code(lw, module, stmt: nir.Print) -> None:
-    items = []
+def _items(lw, stmt: nir.Print):
+    """("text", str) for constants, (numba type, value) for numbers."""
+    where = " in a prange body or a kernel" if lw.parallel_depth > 0 else ""
     for i, var in enumerate(stmt.args):
         if i in stmt.consts:
-            items.append(("text", str(stmt.consts[i])))
+            yield "text", str(stmt.consts[i])
             continue
         ty = types.unliteral(lw.typeof(var.name))
         value = lw.read(var)
         if isinstance(value, PyValue):
-            items.append(("text", str(value.obj)))
+            yield "text", str(value.obj)
         elif isinstance(value, ir.Value) and is_scalar(ty) and \
                 isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-            items.append((ty, value))
+            yield ty, value
         else:
-            raise UnsupportedConstructError(f"print() of {ty} in a prange body or a kernel",
-                                            stmt.loc)
+            raise UnsupportedConstructError(f"print() of {ty}{where}", stmt.loc)
+
+
+def _print_in_parallel_code(lw, module, items: list, loc) -> None:
     if sum(isinstance(kind, types.Boolean) for kind, _ in items) > \
             printing.MAX_PRINTED_BOOLEANS:
         raise UnsupportedConstructError(
             f"print() of more than {printing.MAX_PRINTED_BOOLEANS} booleans in a prange body "
-            "or a kernel", stmt.loc)
+            "or a kernel", loc)
     kernel = getattr(lw, "kernel", None)
     gpu = kernel.gpu if kernel is not None else bool(getattr(lw.target, "gpu", False))
     printing.printf_line(module, items, gpu, f"{lw.name}_printf_{next(_texts)}")
