@@ -99,6 +99,58 @@ def test_shape_mismatch_raises_as_numba_parallel(target):
         ours(broadcast_mismatch, target)(*args)
 
 
+def subtract_row_means(x):
+    m = x.sum(axis=1).reshape(x.shape[0], 1)     # (m, 1): broadcast along rows
+    x -= m / x.shape[1]
+    return x
+
+
+def scale_columns(x):
+    w = np.ones((1, x.shape[1])) * 2.0           # (1, n): broadcast along columns
+    x *= w
+    return x
+
+
+def add_row_vector(x, v):
+    x += v                                        # (n,) against (m, n)
+    return x
+
+
+def add_plane(x, p):
+    x /= p                                        # (n, k) against (m, n, k)
+    return x
+
+
+def add_zero_d(x, z):
+    x += z
+    return x
+
+
+BROADCAST_IN_PLACE = [
+    (subtract_row_means, lambda: (np.arange(1.0, 13.0).reshape(3, 4),)),
+    (scale_columns, lambda: (np.arange(12.0).reshape(3, 4),)),
+    (add_row_vector, lambda: (np.arange(12.0).reshape(3, 4), np.arange(4.0))),
+    (add_plane, lambda: (np.arange(24.0).reshape(2, 3, 4), np.arange(1.0, 13.0).reshape(3, 4))),
+    (add_zero_d, lambda: (np.arange(6.0).reshape(2, 3), np.array(2.5))),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fn, make_args", BROADCAST_IN_PLACE,
+                         ids=lambda c: getattr(c, "__name__", ""))
+def test_in_place_operators_broadcast_as_numpy(fn, make_args, target):
+    """`A op= B` with B broadcast (size-1 dimensions, fewer dimensions): the
+    values of numba.njit. Numba's parallel=True reads B past its end for the
+    first two (a wrong result) and refuses the next two."""
+    check(fn, *make_args(), target=target)
+
+
+def test_in_place_broadcasts_compile_for_the_gpu():
+    from .test_codegen import compile_only
+    for fn, make_args in BROADCAST_IN_PLACE:
+        compile_only(fn, *make_args())
+
+
 def tuple_runtime_index(a, i):
     t = (a[0], a[1], a[2])
     return t[i] + t[-1 - i]

@@ -6,9 +6,11 @@ runs Numba's untyped, typed and parfor passes on them and stops.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 from numba.core import compiler
+from numba.core import ir as nir
 from numba.core.compiler import CompilerBase, DefaultPassBuilder, Flags
 from numba.core.compiler_machinery import AnalysisPass, PassManager, register_pass
 from numba.core.cpu import ParallelOptions
@@ -16,26 +18,58 @@ from numba.core.errors import NumbaPerformanceWarning
 from numba.core.typed_passes import (AnnotateTypes, IRLegalization,
                                      NoPythonSupportedFeatureValidation, ParforPass,
                                      PreLowerStripPhis, PreParforPass)
+from numba.parfors import parfor as numba_parfor
 
 from . import numba_fixes
 from . import typing  # noqa: F401  (types the stand-ins of the rewrites)
 from .loop_exits import SplitLoopExitEdges
 from .optionals import UnwrapOptionalArrays
 from .rewrites import MLIRPreParforPass, StepPrangeRewrite, SubstituteNumPyCalls
+from ..lowering.values import BROADCAST_READ
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
 class QuietParforPass(ParforPass):
     """Numba's ParforPass without its "parallel=True was specified but..."
-    warning: here parfor conversion is always on, whatever the user wrote."""
+    warning: here parfor conversion is always on, whatever the user wrote.
+    Its loops for in-place operators mark their read of the right operand
+    (BROADCAST_READ) so that the lowering broadcasts it."""
 
     _name = "quiet_parfor_pass"
 
     def run_pass(self, state):
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _broadcast_reads_marked():
             warnings.filterwarnings("ignore", message=r"(?s).*The keyword argument 'parallel=True'",
                                     category=NumbaPerformanceWarning)
             return super().run_pass(state)
+
+
+# `A op= B` with B of A's dimensions: Numba's loop reads B[i, j] with A's
+# indices, where NumPy broadcasts B's dimensions of size 1 (B of shape (m, 1)
+# against A's (m, n)); array analysis lets a size known to be 1 through, and
+# the loop then read past B's end (a wrong result, as in njit(parallel=True)).
+# The read is marked here; lowering/expressions.py reads index 0 along B's
+# dimensions of size 1 at run time.
+
+
+@contextlib.contextmanager
+def _broadcast_reads_marked():
+    original = numba_parfor.ConvertInplaceBinop._inplace_binop_to_parfor
+
+    def marking(self, equiv_set, loc, op, target, value):
+        parfor = original(self, equiv_set, loc, op, target, value)
+        for block in parfor.loop_body.values():
+            for stmt in block.body:
+                expr = getattr(stmt, "value", None)
+                if isinstance(expr, nir.Expr) and expr.op == "getitem" and \
+                        expr.value.name == value.name:
+                    setattr(expr, BROADCAST_READ, True)
+        return parfor
+    numba_parfor.ConvertInplaceBinop._inplace_binop_to_parfor = marking
+    try:
+        yield
+    finally:
+        numba_parfor.ConvertInplaceBinop._inplace_binop_to_parfor = original
 
 
 def typed_passes(state, name: str, prange: str = "parallel") -> PassManager:

@@ -11,12 +11,12 @@ from numba.core.typing import signature
 
 from .._mlir import arith, memref
 from . import casts, iteration
-from .build import cmpi, const, select
+from .build import cmpi, const, const_i64, dim, select, to_i64
 from .errors import UnsupportedConstructError
-from .indexing import load_item, static_index
+from .indexing import index_parts, load_item, static_index
 from .registry import expr_rules
 from .types import is_fortran, is_scalar, strided_memref_type
-from .values import ArrayValue, FlatValue, IterPair, PyValue, TupleValue
+from .values import BROADCAST_READ, ArrayValue, FlatValue, IterPair, PyValue, TupleValue
 
 
 def _result(lw, value, fromty, target):
@@ -114,7 +114,28 @@ def lower_getattr(lw, expr, target):
 def lower_getitem(lw, expr, target):
     value = lw.read(expr.value)
     index = lw.read(expr.index)
-    return _item(lw, value, index, lw.typeof(expr.index.name), expr, target)
+    index_ty = lw.typeof(expr.index.name)
+    if expr._kws.get(BROADCAST_READ) and isinstance(value, ArrayValue):
+        index, index_ty = _broadcast_index(value, index, index_ty, expr.loc)
+    return _item(lw, value, index, index_ty, expr, target)
+
+
+def _broadcast_index(array: ArrayValue, index, index_ty, loc):
+    """The right operand's read in the loop of `A op= B` (BROADCAST_READ), as
+    NumPy broadcasts B: its dimensions align with A's last ones, and index 0
+    is read along those of size 1."""
+    parts = index_parts(index, index_ty, loc)
+    ndim = array.type.ndim
+    if ndim > len(parts):
+        return index, index_ty
+    parts = parts[len(parts) - ndim:]
+    items = [select(cmpi("eq", to_i64(dim(array.memref, d)), const_i64(1)), const_i64(0),
+                    casts.cast(value, ty, types.int64))
+             for d, (value, ty) in enumerate(parts)]
+    if len(items) == 1 and not isinstance(types.unliteral(index_ty), types.BaseTuple):
+        return items[0], types.int64
+    ty = types.UniTuple(types.int64, len(items))
+    return TupleValue(items, ty), ty
 
 
 @expr_rules.register("static_getitem")

@@ -160,3 +160,9 @@ class ReturnPlan:
     """How the wrapper rebuilds Numba's return value from the MLIR results."""
     type: types.Type
     array_origins: list = field(default_factory=list)  # per flat array: arg index or None
+
+
+# The mark of the right operand's read in the loop Numba's parfor pass makes
+# for `A op= B` (frontend/typed_ir.py sets it; lowering/expressions.py
+# broadcasts the read): an attribute of the getitem expression.
+BROADCAST_READ = "nmg_broadcast_read"
