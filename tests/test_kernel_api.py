@@ -227,6 +227,32 @@ def group_sizes(out):
     out[2, j, i] = group.broadcast(get_local_id(0) + 100 * get_local_id(1), 1)
 
 
+def group_count_3d(out):
+    n = group.reduce_add(1)
+    out[get_global_id(2), get_global_id(1), get_global_id(0)] = n
+
+
+def test_partial_groups_in_three_dims(launch_with):
+    """(5, 3, 3) in groups of (4, 2, 2): all 2^3 regions (whole or partial
+    along each dim) have items; each counts its own."""
+    out = np.zeros((3, 3, 5), np.int64)
+    launch_with(group_count_3d)[(5, 3, 3), (4, 2, 2)](out)
+    e0 = np.where(np.arange(5) < 4, 4, 1)[None, None, :]
+    e1 = np.where(np.arange(3) < 2, 2, 1)[None, :, None]
+    e2 = np.where(np.arange(3) < 2, 2, 1)[:, None, None]
+    np.testing.assert_array_equal(out, e0 * e1 * e2)
+
+
+def test_partial_groups_are_launches_of_one_kernel():
+    """Compile-only: a kernel with collectives is one outlined kernel (one
+    binary, with its barrier), launched from a host loop over the regions."""
+    k = kernel(target="compile-only")(group_count_3d)
+    out = np.zeros((3, 3, 5), np.int64)
+    assert ["barrier.sync" in ptx for ptx in k.inspect_ptx(out)] == [True]
+    host = k.inspect_mlir(out, stage="lowered")
+    assert host.count("gpu.launch_func") == 1 and host.count("gpu.binary @") == 1
+
+
 def test_partial_groups_in_two_dims_count_only_their_items(launch_with):
     """(9, 6) in groups of (8, 4): groups of 8x4, 1x4, 8x2 and 1x2 items;
     get_local_size stays (8, 4); flattened id 1 is (1, 0), or (0, 1) in a
