@@ -13,6 +13,7 @@ import numpy as np
 
 import numba_mlir_gpu
 from .cases import BS_SIGNATURES, black_scholes, bs_element
+from .run import cuda_time
 
 
 def _wall_us(call, repeat: int = 5000) -> float:
@@ -23,19 +24,6 @@ def _wall_us(call, repeat: int = 5000) -> float:
         call()
     cp.cuda.Device().synchronize()
     return (time.perf_counter() - start) / repeat * 1e6
-
-
-def _event_ms(call, repeat: int = 50) -> float:
-    call()
-    times = []
-    for _ in range(repeat):
-        begin, end = cp.cuda.Event(), cp.cuda.Event()
-        begin.record()
-        call()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(begin, end))
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -51,7 +39,8 @@ def main() -> None:
             if n == 16:
                 print(f"n={n} {name}: {_wall_us(call):.1f} us a call (wall clock)")
             else:
-                print(f"n={n} {name}: {_event_ms(call):.4f} ms (CUDA events), "
+                events_ms = cuda_time(cp, call, 50)["median_s"] * 1e3
+                print(f"n={n} {name}: {events_ms:.4f} ms (CUDA events), "
                       f"{_wall_us(call, 200) / 1000:.4f} ms (wall clock, back to back)")
 
 

@@ -29,7 +29,7 @@ from numba_mlir_gpu.kernel import (GLOBAL_MEM_FENCE, LOCAL_MEM_FENCE, WARP_SIZE,
                                    private)
 
 TILE = 16            # transpose_tiled: tiles of TILE x TILE
-SUM_GROUP = 128      # block_sum: the local size (a power of two)
+SUM_GROUP = 256      # block_sum: the local size (a power of two; the default one)
 SCAN_GROUP = 128     # warp_scan: the local size (a multiple of WARP_SIZE)
 
 

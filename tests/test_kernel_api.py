@@ -180,30 +180,12 @@ def test_block_reduction_with_barriers_in_a_tree_loop(launch_with, local_size):
     np.testing.assert_array_equal(out, x.reshape(-1, local_size).sum(axis=1))
 
 
-def block_sum_any(x, out):
-    """block_sum for any global size: the tree adds only slots of the
-    group's items (a partial last group has fewer)."""
-    lid = get_local_id(0)
-    tmp = local.array(256, np.float64)
-    tmp[lid] = x[get_global_id(0)]
-    n = min(get_local_size(0), get_global_size(0) - get_group_id(0) * get_local_size(0))
-    barrier()
-    s = get_local_size(0) // 2
-    while s > 0:
-        if lid < s and lid + s < n:
-            tmp[lid] += tmp[lid + s]
-        barrier()
-        s //= 2
-    if lid == 0:
-        out[get_group_id(0)] = tmp[0]
-
-
 def test_barrier_kernel_with_a_partial_last_group(launch_with):
     """1000 = 3 x 256 + 232: the last group's barriers count its 232 items
     (on the GPU, a launch of its own)."""
     x = _rng(2).integers(0, 100, 1000).astype(np.float64)
     out = np.zeros(4)
-    launch_with(block_sum_any)[1000, 256](x, out)
+    launch_with(kernel_programs.block_sum)[1000, 256](x, out)
     np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
 
 
@@ -211,7 +193,7 @@ def test_barrier_kernel_with_omitted_local_size(launch_with):
     n = 256 * 3 + 5
     x = np.arange(n, dtype=np.float64)
     out = np.zeros(4)
-    launch_with(block_sum_any)[n](x, out)      # local size chosen: 256
+    launch_with(kernel_programs.block_sum)[n](x, out)      # local size chosen: 256
     np.testing.assert_array_equal(out, np.add.reduceat(x, [0, 256, 512, 768]))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .._mlir import arith, ir
 from .deallocation import operations
+from .nonnegative import integer_constant
 
 
 def fold_constant_scalar_buffers(module: ir.Module) -> None:
@@ -24,7 +25,7 @@ def fold_constant_scalar_buffers(module: ir.Module) -> None:
         if any(u.name not in ("memref.store", "memref.load", "memref.dealloc") for u in users) \
                 or any(store.operands[1] != buffer for store in stores):
             continue                      # escapes (a call, a view), or is the stored value
-        values = {_constant(store.operands[0]) for store in stores}
+        values = {integer_constant(store.operands[0]) for store in stores}
         if len(values) != 1 or None in values:
             continue
         (value,) = values
@@ -41,11 +42,3 @@ def _is_scalar_alloc(op) -> bool:
     return op.name in ("memref.alloc", "memref.alloca") and \
         ir.MemRefType(op.results[0].type).rank == 0 and \
         isinstance(ir.MemRefType(op.results[0].type).element_type, ir.IntegerType)
-
-
-def _constant(value: ir.Value):
-    """The integer an arith.constant defines, or None."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    return ir.IntegerAttr(owner.attributes["value"]).value

@@ -26,6 +26,7 @@ speculate). Divisions with fast-math flags are left to LLVM.
 from __future__ import annotations
 
 from .._mlir import arith, ir, math, memref, scf
+from ..lowering.fastmath import operation_flags
 from .deallocation import inside, operations
 
 _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel"})
@@ -57,11 +58,7 @@ def reciprocal_division_in_kernels(module: ir.Module, in_kernels_only: bool = Tr
 
 
 def _has_fastmath(op) -> bool:
-    if "fastmath" not in op.attributes:
-        return False
-    text = str(op.attributes["fastmath"])
-    flags = set(text[text.find("<") + 1:text.rfind(">")].split(","))
-    return bool(flags & {"fast", "arcp", "afn", "reassoc"})
+    return bool(operation_flags(op) & {"fast", "arcp", "afn", "reassoc"})
 
 
 def _variable_slot(value: ir.Value):

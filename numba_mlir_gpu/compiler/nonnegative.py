@@ -56,7 +56,8 @@ def _is_wraparound(op) -> bool:
     if compare is None or compare.name != "arith.cmpi":
         return False
     return (ir.IntegerAttr(compare.attributes["predicate"]).value == _SLT
-            and compare.operands[0] == op.operands[2] and _constant(compare.operands[1]) == 0)
+            and compare.operands[0] == op.operands[2]
+            and integer_constant(compare.operands[1]) == 0)
 
 
 def _non_negative(value: ir.Value, seen: dict, depth: int) -> bool:
@@ -75,7 +76,7 @@ def _decide(value: ir.Value, seen: dict, depth: int) -> bool:
         return _counter(ir.BlockArgument(value), value.owner, seen, depth)
     name = owner.name
     if name == "arith.constant":
-        number = _constant(value)
+        number = integer_constant(value)
         return number is not None and number >= 0
     if name in _SIZES:
         return True
@@ -110,7 +111,8 @@ def _counter(argument: ir.BlockArgument, block: ir.Block, seen: dict, depth: int
     return False
 
 
-def _constant(value: ir.Value):
+def integer_constant(value: ir.Value):
+    """The integer an arith.constant defines, or None."""
     owner = _defining_op(value)
     if owner is None or owner.name != "arith.constant":
         return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .._mlir import func, ir, llvm
 from ..lowering.build import declare_function
-from ..lowering.fastmath import allows_approximate_functions
+from ..lowering.fastmath import allows_approximate_functions, operation_flags
 from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
 from ..targets.gpu.reduce import BARRIER_MARKER
@@ -259,8 +259,7 @@ def contract_in_kernels(module) -> None:
     for op in _ops(module, lambda op: op.name in _CONTRACTIBLE and _inside(op, "gpu.module")):
         if op.results[0] in on_parts:
             continue
-        text = str(op.attributes["fastmath"]) if "fastmath" in op.attributes else ""
-        flags = set(text[text.find("<") + 1:text.rfind(">")].split(",")) - {"", "none"}
+        flags = operation_flags(op)
         if not flags & {"fast", "contract"}:
             op.attributes["fastmath"] = ir.Attribute.parse(
                 f"#arith.fastmath<{','.join(sorted(flags | {'contract'}))}>")

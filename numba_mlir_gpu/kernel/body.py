@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from numba.core import types
 
-from .._mlir import ir
+from .._mlir import arith, ir
 from ..compiler.passes import KERNEL_FUNCTION_ATTR
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.function import FunctionLowerer
@@ -23,6 +23,12 @@ from ..lowering.types import flat_types, param_type
 # global size - the group's first global id): smaller than the local size
 # in a partial last group, whose collectives and flattened ids count only them.
 ID_KINDS = ("global", "local", "group", "global_size", "local_size", "num_groups", "extent")
+
+
+def group_extent(first: list, local_size: list, global_size: list) -> list:
+    """The "extent" ids of the group whose first global ids are `first`."""
+    return [arith.MinUIOp(l, arith.SubIOp(g, f).result).result
+            for f, l, g in zip(first, local_size, global_size)]
 
 
 @dataclass

@@ -25,7 +25,7 @@ from __future__ import annotations
 from .._mlir import arith, cf, func, ir, memref
 from ..lowering.build import cmpi, const_index
 from ..lowering.errors import UnsupportedConstructError
-from .body import ID_KINDS
+from .body import ID_KINDS, group_extent
 
 EXIT = -1
 
@@ -276,12 +276,6 @@ def run_groups(lw, name, flat, results, context, global_size, local_size, groups
         func.CallOp(results, name, flat + [v for kind in ID_KINDS for v in ids[kind]])
         return []
     lw.target.parallel_loop(lw, list(reversed(groups)), per_group, [])
-
-
-def group_extent(first: list, local_size: list, global_size: list) -> list:
-    """The items per dim of the group whose first global ids are `first`."""
-    return [arith.MinUIOp(l, arith.SubIOp(g, f).result).result
-            for f, l, g in zip(first, local_size, global_size)]
 
 
 def _find_function(module, name: str):

@@ -30,7 +30,7 @@ from ..lowering.registry import call_rules
 from ..lowering.values import ArrayValue
 from ..runtime.device_arrays import DeviceArrayType
 from . import checks, cpu_groups
-from .body import ID_KINDS, lower_kernel_function, shared_memory_type
+from .body import ID_KINDS, group_extent, lower_kernel_function, shared_memory_type
 from .typing import call_template
 
 
@@ -141,7 +141,7 @@ def lower_launch(lw, args, sig, expr):
         global_id = [arith.AddIOp(f, t).result for f, t in zip(first, local_id)]
         ids = {"global": global_id, "local": local_id, "group": group_id,
                "global_size": global_size, "local_size": local_size, "num_groups": groups,
-               "extent": extent or cpu_groups.group_extent(first, local_size, global_size)}
+               "extent": extent or group_extent(first, local_size, global_size)}
         operands = flat + [v for kind in ID_KINDS for v in ids[kind]] + list(shared)
         if not guard:
             func.CallOp(results, name, operands)

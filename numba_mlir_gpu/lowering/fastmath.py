@@ -43,10 +43,15 @@ def apply_fastmath(module: ir.Module, flags: Optional[str], callees: dict) -> No
         op.operation.walk(visit)
 
 
+def operation_flags(op) -> set:
+    """The fast-math flags an operation carries ({"nnan", "afn"} for
+    `#arith.fastmath<nnan,afn>`; empty without the attribute, or with none)."""
+    if "fastmath" not in op.attributes:
+        return set()
+    text = str(op.attributes["fastmath"])
+    return set(text[text.find("<") + 1:text.rfind(">")].split(",")) - {"", "none"}
+
+
 def allows_approximate_functions(op) -> bool:
     """Has the operation the `afn` (or `fast`) flag?"""
-    if "fastmath" not in op.attributes:
-        return False
-    text = str(op.attributes["fastmath"])          # "#arith.fastmath<nnan,afn>"
-    flags = set(text[text.find("<") + 1:text.rfind(">")].split(","))
-    return bool(flags & {"fast", "afn"})
+    return bool(operation_flags(op) & {"fast", "afn"})

@@ -41,10 +41,15 @@ def print_number(module: ir.Module, value: ir.Value, ty: types.Type) -> None:
 
 def print_text(module: ir.Module, text: str, name: str) -> None:
     encoded = text.encode("utf-8")
-    data = np.frombuffer(encoded or b"\0", dtype=np.uint8).astype(np.int8)  # no empty global
-    source = constant_global(module, name, data, _i(8))
     symbol = declare_function(module, PRINT_TEXT_SYMBOL, [_i(64), _i(64)], [])
-    func.CallOp([], symbol, [to_i64(element_address(source)), const(types.int64, len(encoded))])
+    address = _bytes_address(module, encoded or b"\0", name)      # no empty global
+    func.CallOp([], symbol, [address, const(types.int64, len(encoded))])
+
+
+def _bytes_address(module: ir.Module, data: bytes, name: str) -> ir.Value:
+    """The address (i64) of a constant global `name` holding `data`."""
+    array = np.frombuffer(data, dtype=np.uint8).astype(np.int8)
+    return to_i64(element_address(constant_global(module, name, array, _i(8))))
 
 
 def print_end(module: ir.Module) -> None:
@@ -61,6 +66,7 @@ def print_end(module: ir.Module) -> None:
 # CPU, C's printf on file descriptor 1 (not sys.stdout), flushed per line.
 
 PRINTF_SYMBOL = "printf"
+PRINTF_TYPE = "!llvm.func<i32 (ptr, ...)>"
 FFLUSH_SYMBOL = "fflush"
 MAX_PRINTED_BOOLEANS = 4     # 2^4 format variants at most
 
@@ -111,13 +117,12 @@ def _printf(module: ir.Module, text: str, arguments: list, gpu: bool, name: str)
         gpu_dialect.PrintfOp(text, arguments)
         return
     pointer = ir.Type.parse("!llvm.ptr")
-    _declare_c(module, PRINTF_SYMBOL, "!llvm.func<i32 (ptr, ...)>")
+    _declare_c(module, PRINTF_SYMBOL, PRINTF_TYPE)
     _declare_c(module, FFLUSH_SYMBOL, "!llvm.func<i32 (ptr)>")
-    data = np.frombuffer(text.encode("utf-8") + b"\0", dtype=np.uint8).astype(np.int8)
-    address = to_i64(element_address(constant_global(module, name, data, _i(8))))
+    address = _bytes_address(module, text.encode("utf-8") + b"\0", name)
     fmt = llvm.IntToPtrOp(pointer, address).result
     llvm.CallOp(_i(32), [fmt] + arguments, [], [], callee=PRINTF_SYMBOL,
-                var_callee_type=ir.TypeAttr.get(ir.Type.parse("!llvm.func<i32 (ptr, ...)>")))
+                var_callee_type=ir.TypeAttr.get(ir.Type.parse(PRINTF_TYPE)))
     everything = llvm.ZeroOp(pointer).result          # fflush(NULL): every C stream
     llvm.CallOp(_i(32), [everything], [], [], callee=FFLUSH_SYMBOL)
 

@@ -119,10 +119,18 @@ def basic_view(lw, array: ArrayValue, index, index_ty, result_ty, loc) -> ArrayV
         return ArrayValue(full, result_ty, view=True)
     meta = memref.ExtractStridedMetadataOp(full).results
     keep = [a for a in range(ndim) if a not in dropped]
+    return _reinterpreted(full, meta[1], [meta[2 + a] for a in keep],
+                          [meta[2 + ndim + a] for a in keep], result_ty, loc)
+
+
+def _reinterpreted(source: ir.Value, offset, extents: list, strides: list, result_ty,
+                   loc) -> ArrayValue:
+    """A view of `source`'s memory with the given offset, extents and
+    strides (index values), of type `result_ty`."""
+    n = len(extents)
     view = memref.ReinterpretCastOp(
-        strided_memref_type(result_ty, loc), full, [meta[1]],
-        [meta[2 + a] for a in keep], [meta[2 + ndim + a] for a in keep],
-        [_dynamic_offset()], [_dynamic_size()] * kept, [_dynamic_offset()] * kept).result
+        strided_memref_type(result_ty, loc), source, [offset], extents, strides,
+        [_dynamic_offset()], [_dynamic_size()] * n, [_dynamic_offset()] * n).result
     return ArrayValue(view, result_ty, view=True)
 
 
@@ -218,12 +226,8 @@ def reshape_contiguous(lw, array: ArrayValue, extents: list, result_ty, loc) -> 
     strides = [const_i64(1)]
     for e in reversed(extents[1:]):
         strides.insert(0, arith.MulIOp(strides[0], e).result)
-    n = len(extents)
-    view = memref.ReinterpretCastOp(
-        strided_memref_type(result_ty, loc), array.memref, [offset],
-        [to_index(e) for e in extents], [to_index(s) for s in strides],
-        [_dynamic_offset()], [_dynamic_size()] * n, [_dynamic_offset()] * n).result
-    return ArrayValue(view, result_ty, view=True)
+    return _reinterpreted(array.memref, offset, [to_index(e) for e in extents],
+                          [to_index(s) for s in strides], result_ty, loc)
 
 
 def _total(array: ArrayValue):
@@ -349,12 +353,8 @@ def _with_unit_dims(array: ArrayValue, result_ty: types.Array, minimum: int, loc
                 [arith.MulIOp(extents[0], strides[0]).result] + strides
         if minimum == 3:                    # (m, n) -> (m, n, 1)
             extents, strides = extents + [one], strides + [one]
-    n = len(extents)
-    view = memref.ReinterpretCastOp(
-        strided_memref_type(result_ty, loc), array.memref, [meta.results[1]],
-        [to_index(e) for e in extents], [to_index(s) for s in strides],
-        [_dynamic_offset()], [_dynamic_size()] * n, [_dynamic_offset()] * n).result
-    return ArrayValue(view, result_ty, view=True)
+    return _reinterpreted(array.memref, meta.results[1], [to_index(e) for e in extents],
+                          [to_index(s) for s in strides], result_ty, loc)
 
 
 def _atleast(minimum: int):
