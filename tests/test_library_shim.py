@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from numba_mlir_gpu.testing import library_shim
-from numba_mlir_gpu.testing.libraries import LIBRARIES, _wanted, normalize, summarize
+from numba_mlir_gpu.testing.libraries import (LIBRARIES, Library, _wanted, normalize,
+                                              run_suite, summarize)
 
 FAKE = textwrap.dedent("""
     import numpy as np
@@ -240,3 +241,27 @@ def test_summary_and_trimming():
     assert s["functions"] == {"fallback": 1} and s["parfors_numba_cpu"] == 1
     assert s["fallback_reasons"][0][:2] == [1, "y"]
     assert s["lost_tests"] == {"b": "AssertionError"}
+
+
+def test_resumed_run_skips_the_tests_already_run(tmp_path):
+    """`--resume`: a run stopped by its budget goes on with the tests it did
+    not reach, and the two records are merged."""
+    lib = Library("fakeresume", "1.0", packages=["fakeresume"], tests=["tests"])
+    root = tmp_path / lib.root_name
+    (root / "tests").mkdir(parents=True)
+    (root / "fakeresume.py").write_text("def one():\n    return 1\n")
+    (root / "tests" / "test_it.py").write_text(textwrap.dedent("""
+        import fakeresume
+
+        def test_done_before():
+            raise AssertionError("run again")
+
+        def test_left():
+            assert fakeresume.one() == 1
+    """))
+    earlier = {"outcomes": {"tests/test_it.py::test_done_before": "passed"}, "messages": {},
+               "compilations": [], "seconds": 3.0}
+    run = run_suite(tmp_path, lib, "stock", "cpu", 0, 1, tmp_path, earlier=earlier)
+    assert run["outcomes"] == {"tests/test_it.py::test_done_before": "passed",
+                               "tests/test_it.py::test_left": "passed"}, run["log"]
+    assert run["seconds"] >= 3.0

@@ -17,6 +17,7 @@ from ..lowering.build import declare_function
 from ..lowering.fastmath import allows_approximate_functions, operation_flags
 from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
+from ..targets.gpu.early_loads import issue_loads_early
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
@@ -176,6 +177,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         if o.sass else []
     return [schedule_reductions] + _DEALLOCATION + [
         compare_exchanges, fences, barriers_from_markers, prepare, fold_constant_scalar_buffers,
+        issue_loads_early,
         copies_of_views_as_loops,
         drop_wraparound_of_nonnegative_indices, tile,
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),

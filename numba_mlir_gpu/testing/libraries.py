@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import copy
 import datetime
 import glob
 import json
@@ -293,19 +294,24 @@ def _timeout_plugin() -> list:
 
 
 def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,
-              workers: int, log_dir: Path, budget: int = 0) -> dict:
+              workers: int, log_dir: Path, budget: int = 0, earlier: Optional[dict] = None) -> dict:
+    """One pytest run of the library's tests. `earlier`: a run of the same
+    mode that its budget stopped (as written to the log folder): its tests
+    are not run again, and its record is merged into this one."""
+    earlier = earlier or {"outcomes": {}, "messages": {}, "compilations": [], "seconds": 0}
     root = source / lib.root_name
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "numba_mlir_gpu.testing.library_shim", *_timeout_plugin(),
-               "--timeout", str(timeout), "-o", "addopts=", "--rootdir", str(root),
+               "-p", "numba_mlir_gpu.testing.library_shim",
+               *([*_timeout_plugin(), "--timeout", str(timeout)] if timeout else []),
+               "-o", "addopts=", "--rootdir", str(root),
                "-W", "ignore::DeprecationWarning", "--continue-on-collection-errors", *lib.pytest_args]
         if workers > 1:
             cmd += ["-n", str(workers)]
         else:
             cmd += ["-p", "no:xdist"]
-        cmd += [f"--deselect={d}" for d in lib.deselect] + lib.tests
+        cmd += [f"--deselect={d}" for d in [*lib.deselect, *earlier["outcomes"]]] + lib.tests
         start = time.time()
         log = log_dir / f"{lib.name}-{mode}-{target}.log"
         with open(log, "w") as out:
@@ -319,7 +325,8 @@ def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,
                 proc.wait()
                 out.write(f"\n[libraries.py: stopped after the budget of {budget} s]\n")
         seconds = time.time() - start
-        merged = {"outcomes": {}, "messages": {}, "compilations": []}
+        merged = {key: copy.deepcopy(earlier[key]) for key in ("outcomes", "messages",
+                                                               "compilations")}
         for part in sorted(Path(tmp).glob("report.json*")):
             if part.name.endswith(".tmp"):
                 continue
@@ -330,7 +337,8 @@ def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,
     if not merged["outcomes"]:
         print(f"{lib.name} {mode}: no test ran (exit {proc.returncode}); the end of {log}:\n"
               + "\n".join(log.read_text().splitlines()[-15:]), flush=True)
-    merged.update(returncode=proc.returncode, seconds=round(seconds, 1), log=str(log),
+    merged.update(returncode=proc.returncode, seconds=round(seconds + earlier["seconds"], 1),
+                  log=str(log),
                   command=" ".join(cmd))
     return merged
 
@@ -558,7 +566,7 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default=os.environ.get("NUMBA_MLIR_GPU_TARGET") or "cpu",
                     choices=("cpu", "gpu"))
     ap.add_argument("--libs", default=",".join(LIBRARIES), help="comma-separated")
-    ap.add_argument("--timeout", type=int, default=300, help="per test, seconds")
+    ap.add_argument("--timeout", type=int, default=300, help="per test, seconds (0: none)")
     ap.add_argument("--budget", type=int, default=900,
                     help="seconds per pytest run (0: none); tests left are 'not run'")
     ap.add_argument("-n", "--workers", type=int, default=1, help="pytest-xdist workers per run")
@@ -569,6 +577,9 @@ def main(argv=None) -> int:
                                                          "tables of docs/libraries.md")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--log-dir", default=None)
+    ap.add_argument("--resume", metavar="DIR",
+                    help="a log folder of runs that their budget stopped: run only their "
+                         "tests not yet run, and merge")
     args = ap.parse_args(argv)
     names = [n for n in args.libs.split(",") if n]
     unknown = [n for n in names if n not in LIBRARIES]
@@ -603,8 +614,10 @@ def main(argv=None) -> int:
             continue
         runs = {}
         for mode in ([args.only] if args.only else ["stock", "ours"]):
+            earlier = Path(args.resume or "") / f"{name}-{mode}-{args.target}.json"
             runs[mode] = run_suite(source, lib, mode, args.target, args.timeout, args.workers,
-                                   log_dir, args.budget)
+                                   log_dir, args.budget,
+                                   json.loads(earlier.read_text()) if args.resume else None)
             (log_dir / f"{name}-{mode}-{args.target}.json").write_text(json.dumps(runs[mode]))
             print(f"{name} {mode}: {collections.Counter(runs[mode]['outcomes'].values())} "
                   f"in {runs[mode]['seconds']} s", flush=True)

@@ -41,6 +41,7 @@ PRIVATE_BYTES = 256 << 20
 WARP = schedules.WARP
 MAX_THREADS = schedules.BODY_MAX_THREADS
 UNROLL = schedules.BODY_UNROLL
+EARLY_LOADS = bool(schedules.BODY_EARLY_LOADS)
 
 
 class BlockCooperation:
@@ -60,7 +61,8 @@ class BlockCooperation:
             self._plain(lambda: body(delinearize(k, extents)))
             return []
         barrier()
-        strided_fold(self.thread, product(extents), self.threads, [], step, UNROLL)
+        strided_fold(self.thread, product(extents), self.threads, [], step, UNROLL,
+                     independent=EARLY_LOADS)
         barrier()
 
     def fold(self, extents: list, body: Callable[[list, list], list], reductions) -> list:
@@ -74,7 +76,8 @@ class BlockCooperation:
             return result
         barrier()
         start = [v for red in reductions for v in red.identity_values()]
-        partial = strided_fold(self.thread, product(extents), self.threads, start, step, UNROLL)
+        partial = strided_fold(self.thread, product(extents), self.threads, start, step,
+                               UNROLL, independent=EARLY_LOADS)
         self.combined_values = max(self.combined_values, len(start))
         return block_combine(reductions, partial, self.thread, self.threads)
 

@@ -30,6 +30,7 @@ from ...lowering.build import (cmpi, const_index, declare_function, load_value, 
                                select, stack_copy, store_value, value_buffer)
 from ...lowering.loops import accumulator_types, combine_each, identities
 from . import schedules
+from .early_loads import mark_independent, tag_copy
 
 THREADS = schedules.REDUCE_THREADS
 WARP = schedules.WARP
@@ -107,11 +108,14 @@ def _launch(grid: ir.Value, partials, body) -> None:
         gpu.TerminatorOp()
 
 
-def strided_fold(first, total, stride, initial: list, step, unroll: int = UNROLL) -> list:
+def strided_fold(first, total, stride, initial: list, step, unroll: int = UNROLL,
+                 independent: bool = False) -> list:
     """`accs = step(k, accs)` for k = first, first + stride, ... < total, in
     that order, from `initial`: `unroll` iterations per trip of a main loop
     (so that a thread has that many independent loads in flight), then the
-    rest one by one. Returns the final accumulators."""
+    rest one by one. Returns the final accumulators. `independent`: the
+    iterations are those of a parallel loop, whose loads may be issued
+    before other iterations' stores (early_loads.py)."""
     # count = ceil((total - first) / stride), 0 when first >= total
     remaining = arith.SubIOp(arith.MaxUIOp(total, first).result, first).result
     count = arith.CeilDivUIOp(remaining, stride).result
@@ -122,11 +126,16 @@ def strided_fold(first, total, stride, initial: list, step, unroll: int = UNROLL
 
     def trip(k, accs):
         for u in range(unroll):
+            start = len(loop.body.operations)
             accs = step(k, accs)
+            if independent:
+                tag_copy(list(loop.body.operations)[start:], u)
             if u + 1 < unroll:
                 k = arith.AddIOp(k, stride).result
         return accs
     loop = scf.ForOp(first, main_stop, span, initial)
+    if independent:
+        mark_independent(loop.operation)
     with ir.InsertionPoint(loop.body):
         scf.YieldOp(trip(loop.induction_variable, list(loop.inner_iter_args)))
     rest = scf.ForOp(main_stop, total, stride, list(loop.results))

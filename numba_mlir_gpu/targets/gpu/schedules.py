@@ -48,7 +48,7 @@ REDUCE_UNROLL = 8
 # (rows of 8192x1024 float32, softmax and layer norm on an H100: 256 threads
 # 81/70 us, 128 threads 62/55 us, 512 threads 132/121 us)
 BODY_MAX_THREADS = 128          # up to 1024 (reduce.MAX_WARPS)
-BODY_ITEMS_PER_THREAD = 8       # iterations of the longest inner loop per thread
+BODY_ITEMS_PER_THREAD = 16      # iterations of the longest inner loop per thread
 # more iterations than this run one per thread, whatever their inner loops
 # (about the threads an H100 holds at once: 132 SMs x 2048)
 BODY_FLAT_ITERATIONS = 1 << 18
@@ -56,7 +56,14 @@ BODY_FLAT_ITERATIONS = 1 << 18
 # to a block's 1024 threads (softmax of the rows of float32 arrays on an
 # H100: 1024x8192 98 -> 63 us, 512x16384 163 -> 59 us; with 2^19, 61 and 71 us)
 BODY_FILL_THREADS = 1 << 18
-BODY_UNROLL = 4
+# (8192x1024 float32 on an H100, ms, means of three calls, row softmax / layer
+# norm / gufunc row normalise: unroll 4 with 8 items a thread .056/.048/.046
+# without early loads and .052/.046/.043 with them; unroll 8 with 16 items and
+# early loads .054/.038/.038)
+BODY_UNROLL = 8
+# 1: the unrolled iterations' loads issued before the earlier iterations'
+# stores (early_loads.py); 0 for comparison
+BODY_EARLY_LOADS = 1
 
 # scatter updates into a small array (privatize.py): a copy per block in
 # shared memory while the copies fit
