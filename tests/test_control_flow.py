@@ -1,6 +1,8 @@
-"""if/elif/else, for over range, while, break, continue."""
+"""if/elif/else, for over range, while, break, continue; variables assigned on
+several paths."""
 import numpy as np
 import pytest
+from numba import prange
 
 from .support import TARGETS, check
 
@@ -135,3 +137,27 @@ def iterate_empty(a):
 ])
 def test_array_iteration_matches_numba(fn, args, target):
     check(fn, *args, target=target)
+
+
+def heap_from_either_branch(n, fresh):
+    """A tuple of arrays assigned in two branches (pynndescent's
+    `current_graph = make_heap(...)` or `= init_graph`), then swapped in a
+    loop: carried between blocks as its arrays."""
+    if fresh:
+        heap = (np.zeros((n, 3), np.int32), np.full((n, 3), np.inf, np.float32))
+    else:
+        heap = (np.ones((n, 3), np.int32), np.zeros((n, 3), np.float32))
+    for i in prange(n):
+        heap[1][i, 0] = i
+        heap[0][i, 1] = 2 * i
+    pairs = (heap[1], heap[1] * 2)
+    for _ in range(3):
+        pairs = (pairs[1], pairs[0] + 1)
+    return heap[0].sum() + heap[1][:, 0].sum() + pairs[0][:, 0].sum()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fresh", [True, False])
+def test_tuple_of_arrays_assigned_in_branches_and_loops(target, fresh):
+    check(heap_from_either_branch, 37, fresh, target=target)
+

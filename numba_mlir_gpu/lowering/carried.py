@@ -13,7 +13,9 @@ upstream's ownership-based buffer deallocation frees each iteration's array
 once the next one replaces it (the block arguments become the loop's
 `scf.while` arguments, with ownership indicators). An Optional(array)
 variable is carried as its array (the empty placeholder of a None) while its
-flag lives in a slot, as a scalar does.
+flag lives in a slot, as a scalar does. A tuple of arrays (pynndescent's
+heaps, `graph = make_heap(...)` in one branch, `graph = init_graph` in the
+other) is carried as its arrays, one block argument each.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from numba.parfors.parfor import Parfor
 from .._mlir import ir, memref
 from .build import const, const_index
 from .types import is_optional_array, strided_memref_type
-from .values import ArrayValue, OptionalArraySlot
+from .values import ArrayValue, OptionalArraySlot, TupleValue
 
 
 def _array_type(ty):
@@ -33,6 +35,16 @@ def _array_type(ty):
     if isinstance(ty, types.Array):
         return ty
     return ty.type if is_optional_array(ty) else None
+
+
+def _carried_arrays_of(ty) -> list:
+    """The array types a variable of type `ty` is carried as: its array, or
+    the items of a tuple of arrays; [] when it is not carried so."""
+    if isinstance(ty, types.BaseTuple) and len(ty) and all(
+            isinstance(t, types.Array) for t in ty.types):
+        return list(ty.types)
+    array = _array_type(ty)
+    return [] if array is None else [array]
 
 
 def carried_arrays(func_ir, typemap) -> list[str]:
@@ -54,7 +66,7 @@ def carried_arrays(func_ir, typemap) -> list[str]:
     roots = _argument_roots(blocks)
     carried = []
     for name, labels in defs.items():
-        if _array_type(typemap.get(name)) is None:
+        if not _carried_arrays_of(typemap.get(name)):
             continue
         if roots.get(name) is not None:
             continue        # every assignment is the same argument (`a += 1` in a branch)
@@ -111,40 +123,52 @@ class CarriedArrays:
     def __init__(self, lw, names: list[str]):
         self.lw = lw
         self.names = names
-        self.types = [strided_memref_type(_array_type(lw.typeof(n)), lw.loc) for n in names]
+        # per variable, the array types of its block arguments (flat, in order)
+        self.arrays = [_carried_arrays_of(lw.typeof(n)) for n in names]
+        self.types = [strided_memref_type(a, lw.loc) for arrays in self.arrays for a in arrays]
         self.placeholders: list = []
         self.flags: dict = {}          # Optional(array) variable -> its flag's slot
 
     def make_placeholders(self) -> None:
         """Empty arrays for variables not assigned yet (in the entry block)."""
-        for name, ty in zip(self.names, self.types):
-            ndim = _array_type(self.lw.typeof(name)).ndim
+        arrays = [a for per_name in self.arrays for a in per_name]
+        for array, ty in zip(arrays, self.types):
             plain = memref.AllocaOp(
-                _identity_layout(ty), [const_index(0)] * ndim, []).result
+                _identity_layout(ty), [const_index(0)] * array.ndim, []).result
             self.placeholders.append(memref.CastOp(ty, plain).result)
+        for name in self.names:
             if is_optional_array(self.lw.typeof(name)):
                 self.flags[name] = flag = self.lw.new_slot(types.boolean)
                 self.lw.store_slot(const(types.boolean, 0), flag, types.boolean)
 
     def bind_block_arguments(self, block) -> None:
-        for i, name in enumerate(self.names):
+        arguments = iter(block.arguments)
+        for name, arrays in zip(self.names, self.arrays):
+            items = [ArrayValue(next(arguments), a, view=True) for a in arrays]
             ty = self.lw.typeof(name)
-            array = ArrayValue(block.arguments[i], _array_type(ty), view=True)
-            self.lw.scope.values[name] = OptionalArraySlot(self.flags[name], array) \
-                if name in self.flags else array
+            if isinstance(ty, types.BaseTuple):
+                self.lw.scope.values[name] = TupleValue(items, ty)
+            elif name in self.flags:
+                self.lw.scope.values[name] = OptionalArraySlot(self.flags[name], items[0])
+            else:
+                self.lw.scope.values[name] = items[0]
 
     def operands(self) -> list:
         """The current values, for a branch to another block of the body."""
         result = []
-        for i, (name, ty) in enumerate(zip(self.names, self.types)):
+        placeholders, types_ = iter(self.placeholders), iter(self.types)
+        for name, arrays in zip(self.names, self.arrays):
             value = self.lw.scope.values.get(name)
-            if value is None:
-                result.append(self.placeholders[i])
-                continue
             if isinstance(value, OptionalArraySlot):
                 value = value.array
-            result.append(value.memref if value.memref.type == ty
-                          else memref.CastOp(ty, value.memref).result)
+            items = value.items if isinstance(value, TupleValue) else [value] * len(arrays)
+            for item in items:
+                placeholder, ty = next(placeholders), next(types_)
+                if item is None:
+                    result.append(placeholder)
+                    continue
+                result.append(item.memref if item.memref.type == ty
+                              else memref.CastOp(ty, item.memref).result)
         return result
 
 

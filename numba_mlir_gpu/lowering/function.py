@@ -17,7 +17,7 @@ from numba.core import types
 from numba.core.ir_utils import find_topo_order
 
 from .._mlir import arith, cf, func, ir, memref
-from . import calls, casts
+from . import calls, casts, intrinsics
 from .arrays import constant_array, copy_array, fortran_storage
 from .build import const, logical_not
 from .carried import CarriedArrays, carried_arrays
@@ -609,6 +609,8 @@ class FunctionLowerer:
                 return PyValue(ExceptionValue(callee.obj, tuple(
                     a.obj if isinstance(a, PyValue) else "<value computed at run time>"
                     for a in args)))
+        if isinstance(callee, PyValue) and intrinsics.is_intrinsic(callee.obj):
+            return intrinsics.lower_intrinsic_call(self, callee.obj, args, sig, expr)
         implementation = calls.jitted_implementation(self, expr, sig)
         if implementation is not None:
             return calls.call_jitted(self, *implementation, args, expr, sig.return_type)

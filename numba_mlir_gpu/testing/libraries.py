@@ -338,8 +338,7 @@ def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,
         print(f"{lib.name} {mode}: no test ran (exit {proc.returncode}); the end of {log}:\n"
               + "\n".join(log.read_text().splitlines()[-15:]), flush=True)
     merged.update(returncode=proc.returncode, seconds=round(seconds + earlier["seconds"], 1),
-                  log=str(log),
-                  command=" ".join(cmd))
+                  log=str(log), command=" ".join(cmd))
     return merged
 
 
