@@ -115,3 +115,17 @@ def test_popcount_in_a_kernel_is_popc():
     ids = np.arange(64, dtype=np.int64)
     ptx = all_ptx(compile_only(bit_tricks, ids, ids.astype(np.uint8), ids * 0.5))
     assert "popc.b32" in ptx
+
+
+@intrinsic
+def needs_numbas_lowering(typingctx, x):
+    def codegen(context, builder, sig, args):
+        raise RuntimeError("wants a real module")
+    return types.int64(types.int64), codegen
+
+
+def test_intrinsic_whose_generator_fails_is_an_unsupported_construct():
+    def f(x):
+        return needs_numbas_lowering(x)
+    with pytest.raises(UnsupportedConstructError, match="needs_numbas_lowering: its code generator"):
+        numba_mlir_gpu.njit(target="cpu", fallback=False)(f)(3)

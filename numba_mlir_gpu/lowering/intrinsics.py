@@ -45,7 +45,12 @@ def lower_intrinsic_call(lw, intrinsic: _Intrinsic, args: list, sig, expr) -> ir
     if not all(isinstance(t, (types.Integer, types.Float, types.Boolean))
                for t in (*sig.args, sig.return_type)):
         raise UnsupportedConstructError(f"calling the intrinsic {name} on {sig}", expr.loc)
-    function = _generated(intrinsic, sig)
+    try:
+        function = _generated(intrinsic, sig)
+    except Exception as error:    # noqa: BLE001  (a generator written for Numba's own lowering)
+        raise UnsupportedConstructError(
+            f"calling the intrinsic {name}: its code generator needs Numba's lowering "
+            f"({type(error).__name__}: {error})", expr.loc) from None
     if len(function.blocks) != 1:
         raise UnsupportedConstructError(
             f"calling the intrinsic {name}: its code has branches", expr.loc)
