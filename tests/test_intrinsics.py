@@ -85,8 +85,17 @@ def bit_tricks(ids, bits, x):
     return back, counts, clamped, less     # back: the bits through float32 and back
 
 
+@intrinsic
+def forty_two(typingctx, x):
+    """Returns a constant, not an instruction's result."""
+    def codegen(context, builder, sig, args):
+        return context.get_constant(types.int64, 42)
+    return types.int64(x), codegen
+
+
 def host_code(a, b):
-    return popcount_u8(a) + clamp_shifted(np.int64(b), 40) + float32_bits(np.float32(1.5))
+    return (popcount_u8(a) + clamp_shifted(np.int64(b), 40) + float32_bits(np.float32(1.5))
+            + forty_two(a))
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -57,7 +57,7 @@ def lower_intrinsic_call(lw, intrinsic: _Intrinsic, args: list, sig, expr) -> ir
     values = dict(zip(function.args, args))
     for instruction in function.blocks[0].instructions:
         if isinstance(instruction, llvm_ir.Ret):
-            return values[instruction.return_value]
+            return _operand(instruction.return_value, values)
         try:
             values[instruction] = _translate(instruction, values)
         except KeyError:
