@@ -290,3 +290,19 @@ def test_math_pow_as_numba(args, target):
 def test_math_pow_most_negative_exponent_overflows(target):
     with pytest.raises(OverflowError):
         ours(_math_pow, target)(2.0, np.int64(-2 ** 63))
+
+
+def builtin_pow(a, b, x, y):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        out[i] = pow(x[i], y[i]) + pow(x[i], 2) + pow(a[i], b[i])
+    return out, pow(a[0], 3), pow(2.5, b[1])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_builtin_pow_is_the_power_operator(target):
+    a = np.arange(1, 20, dtype=np.int64)
+    b = np.arange(19, dtype=np.int64) % 5
+    x = np.linspace(0.5, 3.0, 19)
+    y = np.linspace(-2.0, 2.5, 19)
+    check(builtin_pow, a, b, x, y, target=target)

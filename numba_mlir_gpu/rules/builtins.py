@@ -111,6 +111,8 @@ for _fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator
     call_rules.register(_fn)(_operator_call(_fn, binary=True))
 for _fn in (operator.neg, operator.pos, operator.not_, operator.invert):
     call_rules.register(_fn)(_operator_call(_fn, binary=False))
+# the builtin pow(x, y) is `x ** y` (Numba types it so; pow(x, y, m) it does not support)
+call_rules.register(pow)(_operator_call(operator.pow, binary=True))
 
 
 def _inplace_operator_call(fn, immutable):
