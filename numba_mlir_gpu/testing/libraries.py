@@ -613,11 +613,12 @@ def main(argv=None) -> int:
             continue
         runs = {}
         for mode in ([args.only] if args.only else ["stock", "ours"]):
-            earlier = Path(args.resume or "") / f"{name}-{mode}-{args.target}.json"
+            record = f"{name}-{mode}-{args.target}.json"    # what --resume reads back
+            earlier = json.loads((Path(args.resume) / record).read_text()) if args.resume \
+                else None
             runs[mode] = run_suite(source, lib, mode, args.target, args.timeout, args.workers,
-                                   log_dir, args.budget,
-                                   json.loads(earlier.read_text()) if args.resume else None)
-            (log_dir / f"{name}-{mode}-{args.target}.json").write_text(json.dumps(runs[mode]))
+                                   log_dir, args.budget, earlier)
+            (log_dir / record).write_text(json.dumps(runs[mode]))
             print(f"{name} {mode}: {collections.Counter(runs[mode]['outcomes'].values())} "
                   f"in {runs[mode]['seconds']} s", flush=True)
         if args.only:
