@@ -13,6 +13,7 @@ import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
 from .support import TARGETS, check, ours
+from .test_codegen import compile_only
 
 
 def add_array(n, tmp):
@@ -227,6 +228,34 @@ def test_a_gpu_array_reduction_calling_a_writer_is_refused():
     """Every thread of the block runs the call: it would write once per thread."""
     with pytest.raises(UnsupportedConstructError, match="calling _bump, which may write"):
         numba_mlir_gpu.njit(target="compile-only")(calls_a_writer)(np.ones(4), np.zeros(4))
+
+
+@numba.njit
+def _scale_row(row, out):
+    for j in range(row.shape[0]):
+        out[j] = 2.0 * row[j]
+
+
+def rows_through_a_writer(x, out):
+    for i in prange(x.shape[0]):
+        s = 0.0
+        for j in range(x.shape[1]):
+            s += x[i, j]
+        _scale_row(x[i], out[i])
+        out[i, 0] += s
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_gpu_body_calling_a_writer_runs_one_thread_per_iteration(target):
+    """Without array accumulators the body needs no block of its own: where
+    its call writes an array it is given, the loop is a plain kernel."""
+    x = np.random.default_rng(2).random((7, 45))
+    check(rows_through_a_writer, x, np.zeros_like(x), target=target)
+
+
+def test_a_gpu_body_calling_a_writer_compiles():
+    x = np.ones((7, 45))
+    compile_only(rows_through_a_writer, x, np.zeros_like(x))
 
 
 def size_depends_on_iteration(x):

@@ -87,6 +87,16 @@ def test_variable_slot_only_read_in_the_trip_moves_with_the_load():
     assert order.index("get") < order.index("load_a1") < order.index("store_b0")
 
 
+def test_index_loaded_from_an_array_keeps_the_load_in_place():
+    # copy 1's index is an element of an array, not a variable slot: its load
+    # may not move with it (nor may the rule fail on such an address while
+    # some slot is unchanged)
+    order = _order('%u = memref.load %slot[] : memref<index>\n    %kf = memref.load %a[%c0] {numba_mlir_gpu.copy = 1 : i32, test.id = "get"}'
+                   " : memref<?xf32>\n    %ki = arith.fptosi %kf : f32 to i64",
+                   "arith.index_cast %ki : i64 to index")
+    assert order.index("store_b0") < order.index("load_a1")
+
+
 def scale_rows_in_place(x, out):
     """Each inner iteration writes out[i, j], then reads it back."""
     for i in prange(x.shape[0]):
@@ -103,6 +113,28 @@ def scale_rows_in_place(x, out):
 def test_rows_that_read_back_their_writes(target):
     x = np.random.default_rng(3).random((77, 1029)) + 0.5
     check(scale_rows_in_place, x, np.zeros_like(x), target=target)
+
+
+def running_max_of_a_chosen_element(A, z, out):
+    """The element read in the inner loop is chosen by another array's
+    element (a generated program that once made the rule fail)."""
+    n = A.shape[0]
+    for i in prange(1, n):
+        c = 0.0
+        for j in range(i + 1):
+            c = max(c, A[min(max(z[0], 0), n - 1), j % A.shape[1]])
+        out[i] = c
+
+
+def test_inner_loop_reading_at_an_index_loaded_from_an_array_compiles_for_the_gpu():
+    A, z = np.random.default_rng(5).random((37, 19)), np.array([3, 1])
+    compile_only(running_max_of_a_chosen_element, A, z, np.zeros(37))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_inner_loop_reading_at_an_index_loaded_from_an_array(target):
+    A, z = np.random.default_rng(5).random((37, 19)), np.array([3, 1])
+    check(running_max_of_a_chosen_element, A, z, np.zeros(37), target=target)
 
 
 def test_row_softmax_issues_a_trips_loads_before_its_stores():

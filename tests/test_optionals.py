@@ -158,6 +158,28 @@ def optional_scalar_in_array_expression(x, y):
     return arr_expr(x, z)
 
 
+@numba.njit
+def running_sums(D, out=None):
+    """The shape of tslearn's soft-DTW: the result is `out` when given, else
+    a new array; each element adds its upper neighbour's."""
+    if out is not None:
+        acc = out
+        out[...] = np.inf
+    else:
+        acc = np.full(D.shape, np.inf, dtype=D.dtype)
+    for i in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            acc[i, j] = D[i, j] + (acc[i - 1, j] if i != 0 else 0.0)
+    return acc
+
+
+def batched_running_sums(D):
+    R = np.empty_like(D)
+    for b in prange(D.shape[0]):
+        running_sums(D[b], out=R[b])
+    return R
+
+
 X = np.arange(6.0)
 
 
@@ -185,6 +207,23 @@ def test_optional_arrays_in_loops(target):
         check(prange_reads_optional, X, X + 1, flag, target=target)
     check(array_expression, X, X + 1, True, target=target)
     check(optional_scalar_in_array_expression, np.arange(5), -1.2, target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_callee_writing_an_optional_out_argument_in_a_prange_body(target):
+    # few iterations with inner loops: a block per iteration, whose threads
+    # may not each run the callee (it writes `out`); and its array variable,
+    # undefined on one path, must not leave poison in the kernel
+    D = np.random.default_rng(1).random((5, 10, 12)).astype(np.float32)
+    check(batched_running_sums, D, target=target)
+
+
+def test_kernel_of_an_array_variable_undefined_on_a_path_keeps_its_work():
+    D = np.ones((5, 10, 12), np.float32)
+    ptx = all_ptx(compile_only(batched_running_sums, D))
+    # the running sums' additions (LLVM deleted them as undefined behaviour
+    # when a poison pointer reached the kernel's deallocation checks)
+    assert "add.f64" in ptx or "add.rn.f64" in ptx
 
 
 @pytest.mark.parametrize("target", TARGETS)

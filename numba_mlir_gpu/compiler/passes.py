@@ -157,7 +157,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
     ]) + ")"
     toolkit = find_toolkit()
     link = f" l={','.join(o.link)}" if o.link else ""
-    compile_ = "builtin.module(" + ",".join([
+    to_llvm = "builtin.module(" + ",".join([
         "lower-affine",
         "convert-scf-to-cf",
         *(f"nvvm-attach-target{{chip={chip} features={ptx_features(chip)} O={o.opt_level}{link}}}"
@@ -166,6 +166,8 @@ def gpu_pipeline(options: GPUOptions) -> list:
         "reconcile-unrealized-casts)",
         *_TO_LLVM_COMMON[:-1],
         "gpu-to-llvm",
+    ]) + ")"
+    binaries = "builtin.module(" + ",".join([
         "gpu-module-to-binary{format=isa"
         + (f" toolkit={toolkit.libdevice_root}" if toolkit.libdevice_root else "") + "}",
         "canonicalize",
@@ -183,7 +185,9 @@ def gpu_pipeline(options: GPUOptions) -> list:
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
         reciprocal_division_in_kernels, ieee_sqrt_in_kernels,
         precise_libm_calls,
-        *([contract_in_kernels] if o.contract else []), compile_, *sass, zero_for_poison]
+        *([contract_in_kernels] if o.contract else []), to_llvm,
+        # the kernels' poison too, before LLVM compiles them
+        zero_for_poison, binaries, *sass, zero_for_poison]
 
 
 # Functions that run only in kernels (kernel/body.py marks them): after

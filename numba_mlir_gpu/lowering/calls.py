@@ -16,7 +16,7 @@ from .._mlir import func, ir, memref
 from .arrays import fortran_array
 from .build import cmpi, const
 from .casts import cast
-from .errors import NeedsDeviceHeap, UnsupportedConstructError
+from .errors import NeedsDeviceHeap, NeedsPlainKernel, UnsupportedConstructError
 from .exceptions import STATUS, status_type
 from .types import (is_fortran, is_optional_array, is_optional_scalar, is_scalar, is_static,
                     static_value)
@@ -163,10 +163,19 @@ def _check_cooperative_call(lw, py_func, argtypes: tuple, callee, expr) -> None:
             "loop run in chunks", expr.loc)
     if not lw.cooperation.free:
         return
-    if any(i < len(argtypes) and isinstance(argtypes[i], types.Array) for i in callee.written):
-        raise UnsupportedConstructError(
+    if any(i < len(argtypes) and _holds_arrays(argtypes[i]) for i in callee.written):
+        raise NeedsPlainKernel(
             f"calling {py_func.__qualname__}, which may write an array it is given, in the body "
             "of a GPU prange loop run in chunks", expr.loc)
+
+
+def _holds_arrays(ty) -> bool:
+    """An array, an optional array (`out=None` given one) or a tuple with one."""
+    if isinstance(ty, types.Optional):
+        ty = ty.type
+    if isinstance(ty, types.BaseTuple):
+        return any(_holds_arrays(t) for t in ty.types)
+    return isinstance(ty, types.Array)
 
 
 def _receiver(lw, expr):

@@ -29,7 +29,16 @@ def user_name(name: str) -> str:
     return name if name.startswith("$") else name.partition(".")[0]
 
 
-class NeedsDeviceHeap(UnsupportedConstructError):
+class NeedsPlainKernel(UnsupportedConstructError):
+    """A GPU loop body run in chunks (targets/gpu/chunks.py), where a block's
+    threads share each iteration, holds what only one thread per iteration
+    can run: a call of a function that may write an array it is given (each
+    thread would run it whole). The parfor lowering then runs the loop as a
+    plain kernel (parallel/parfors.py); where it cannot (array reductions),
+    this is the error."""
+
+
+class NeedsDeviceHeap(NeedsPlainKernel):
     """A GPU loop body run in chunks (targets/gpu/chunks.py) makes an array
     that cannot be a scratch slot sized before the kernel: a size from the
     data, or an array made by a called function. The parfor lowering then

@@ -19,7 +19,7 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, ir, scf
 from ..lowering.build import const_i64, dim, to_i64
-from ..lowering.errors import NeedsDeviceHeap, UnsupportedConstructError
+from ..lowering.errors import NeedsPlainKernel, UnsupportedConstructError
 from ..lowering.loops import accumulator_types, identities, product, sequential_for
 from ..lowering.random_streams import parfor_stream
 from ..lowering.registry import stmt_rules
@@ -203,7 +203,7 @@ def _lower_loop(lw, parfor: Parfor, updates: list, last: list) -> None:
 
 
 def _retried(lw, first, second):
-    """`first()`, or, where it raises NeedsDeviceHeap, `second()` in its
+    """`first()`, or, where it raises NeedsPlainKernel, `second()` in its
     place: what `first` emitted (after the current block's last operation)
     is erased, its pending checks dropped."""
     block = lw.ip.block
@@ -211,7 +211,7 @@ def _retried(lw, first, second):
     pending = list(lw.errors.pending)
     try:
         return first()
-    except NeedsDeviceHeap:
+    except NeedsPlainKernel:
         if lw.ip.block != block:
             raise
         emitted = [op for op in block.operations if op not in before]

@@ -127,11 +127,17 @@ def _address_slice(load: ir.Operation, position: dict, unchanged: list):
         owner = _defining_op(work.pop())
         if owner is None or owner not in position or owner in found:
             continue
-        if not (_pure(owner) or owner.name in _READS and _slot(owner.operands[0]) in unchanged):
+        if not (_pure(owner) or owner.name in _READS and _is_unchanged_slot(owner, unchanged)):
             return None
         found.append(owner)
         work.extend(owner.operands)
     return found
+
+
+def _is_unchanged_slot(load: ir.Operation, unchanged: list) -> bool:
+    # not `_slot(...) in unchanged`: an Operation compared with None raises
+    slot = _slot(load.operands[0])
+    return slot is not None and slot in unchanged
 
 
 def _passable(op: ir.Operation, copy: int) -> bool:
