@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from numba_mlir_gpu.testing import library_shim
-from numba_mlir_gpu.testing.libraries import (LIBRARIES, Library, _wanted, normalize,
+from numba_mlir_gpu.testing.libraries import (LIBRARIES, Library, _env, _wanted, normalize,
                                               run_suite, summarize)
 
 FAKE = textwrap.dedent("""
@@ -265,3 +265,15 @@ def test_resumed_run_skips_the_tests_already_run(tmp_path):
     assert run["outcomes"] == {"tests/test_it.py::test_done_before": "passed",
                                "tests/test_it.py::test_left": "passed"}, run["log"]
     assert run["seconds"] >= 3.0
+
+
+def test_each_worker_gets_its_share_of_the_cores(tmp_path, monkeypatch):
+    lib = Library("fakeshare", "1.0", packages=["fakeshare"], tests=["tests"])
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    env = _env(tmp_path, lib, "stock", "cpu", tmp_path / "r.json", tmp_path / "c", workers=4)
+    assert env["NUMBA_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 4))
+    assert "NUMBA_NUM_THREADS" not in _env(tmp_path, lib, "stock", "cpu", tmp_path / "r.json",
+                                           tmp_path / "c", workers=1)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "3")      # the user's setting stays
+    assert _env(tmp_path, lib, "ours", "cpu", tmp_path / "r.json", tmp_path / "c",
+                workers=4)["NUMBA_NUM_THREADS"] == "3"

@@ -254,8 +254,13 @@ def _wanted(rel: str, lib: Library) -> bool:
 
 # -- running -------------------------------------------------------------------------
 
-def _env(source: Path, lib: Library, mode: str, target: str, report: Path, cache: Path) -> dict:
+def _env(source: Path, lib: Library, mode: str, target: str, report: Path, cache: Path,
+         workers: int = 1) -> dict:
     env = dict(os.environ)
+    if workers > 1 and "NUMBA_NUM_THREADS" not in env:
+        # each worker's parallel loops get their share of the cores: 15 workers of
+        # 16 threads each made stock Numba's runs crawl on the 16-core GPU machine
+        env["NUMBA_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
     wheels = [w for w in sorted(glob.glob(str(source / "wheels" / "*.whl")))
               if not _installed(Path(w).name.split("-")[0])]
     import importlib.util
@@ -316,7 +321,7 @@ def run_suite(source: Path, lib: Library, mode: str, target: str, timeout: int,
         log = log_dir / f"{lib.name}-{mode}-{target}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, cwd=root, env=_env(source, lib, mode, target, report,
-                                                            Path(tmp) / "cache"),
+                                                            Path(tmp) / "cache", workers),
                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 proc.wait(timeout=budget or None)
@@ -578,7 +583,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log-dir", default=None)
     ap.add_argument("--resume", metavar="DIR",
                     help="a log folder of runs that their budget stopped: run only their "
-                         "tests not yet run, and merge")
+                         "tests not yet run, and merge (a run without a record there runs "
+                         "whole)")
     args = ap.parse_args(argv)
     names = [n for n in args.libs.split(",") if n]
     unknown = [n for n in names if n not in LIBRARIES]
@@ -614,8 +620,9 @@ def main(argv=None) -> int:
         runs = {}
         for mode in ([args.only] if args.only else ["stock", "ours"]):
             record = f"{name}-{mode}-{args.target}.json"    # what --resume reads back
-            earlier = json.loads((Path(args.resume) / record).read_text()) if args.resume \
-                else None
+            earlier_path = Path(args.resume or ".") / record
+            earlier = json.loads(earlier_path.read_text()) \
+                if args.resume and earlier_path.exists() else None     # else a fresh run
             runs[mode] = run_suite(source, lib, mode, args.target, args.timeout, args.workers,
                                    log_dir, args.budget, earlier)
             (log_dir / record).write_text(json.dumps(runs[mode]))
