@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from numba import prange
 
-from .support import TARGETS, check
+from numba_mlir_gpu import UnsupportedConstructError
+
+from .support import TARGETS, check, ours
+from .test_codegen import compile_only
 
 
 def branches(x):
@@ -161,3 +164,57 @@ def heap_from_either_branch(n, fresh):
 def test_tuple_of_arrays_assigned_in_branches_and_loops(target, fresh):
     check(heap_from_either_branch, 37, fresh, target=target)
 
+
+
+def rows_from_either_array(a, b, out):
+    """An array variable of a prange body assigned in two places: a row of
+    `a`, or of `b` on some rows."""
+    for i in prange(a.shape[0]):
+        v = a[i]
+        if a[i, 0] > 0.5:
+            v = b[i]
+        s = 0.0
+        for j in range(v.shape[0]):
+            s += v[j]
+        out[i] = s
+
+
+def halved_in_an_inner_loop(a, out):
+    """A new array per trip of an inner loop of the body (`w = w * 0.5`)."""
+    for i in prange(a.shape[0]):
+        w = a[i] + 1.0
+        for _ in range(i % 4):
+            w = w * 0.5
+        out[i] = w.sum()
+
+
+def view_or_array_from_before_the_loop(a, b, out):
+    """A variable holding an array before the loop, reassigned in the body
+    on some rows: run in order, a row reads the array an earlier row
+    assigned (Numba's parallel=True gives that too, chunk by chunk)."""
+    v = b[0]
+    for i in prange(a.shape[0]):
+        if a[i, 0] > 0.5:
+            v = a[i]
+        out[i] = v[1]
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_array_variables_assigned_more_than_once_in_a_prange_body(target):
+    rng = np.random.default_rng(4)
+    a, b = rng.random((45, 7)), rng.random((45, 7)) * 10
+    check(rows_from_either_array, a, b, np.zeros(45), target=target)
+    check(halved_in_an_inner_loop, a, np.zeros(45), target=target)
+
+
+def test_array_variable_of_a_prange_body_read_before_it_is_assigned_is_refused():
+    a = np.random.default_rng(4).random((45, 7))
+    with pytest.raises(UnsupportedConstructError, match="array variable 'v' of a prange body read"):
+        ours(view_or_array_from_before_the_loop, "cpu")(a, a * 10, np.zeros(45))
+
+
+def test_array_variables_assigned_more_than_once_in_a_prange_body_compile_for_the_gpu():
+    a = np.ones((45, 7))
+    compile_only(rows_from_either_array, a, a, np.zeros(45))
+    compile_only(halved_in_an_inner_loop, a, np.zeros(45))

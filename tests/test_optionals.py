@@ -12,7 +12,6 @@ import pytest
 from numba import prange, types
 
 import numba_mlir_gpu
-from numba_mlir_gpu import UnsupportedConstructError
 
 from .support import TARGETS, check, ours
 from .test_codegen import all_ptx, compile_only
@@ -400,8 +399,6 @@ def test_optional_arrays_assigned_in_prange_bodies_compile_to_gpu_kernels():
         assert ".entry" in all_ptx(compile_only(fn, a, a * 10, np.zeros(6)))
 
 
-# -- what stays refused ---------------------------------------------------------------
-
 def view_made_in_a_prange_body(a, out):
     for i in prange(a.shape[0]):
         z = None
@@ -412,6 +409,12 @@ def view_made_in_a_prange_body(a, out):
     return out
 
 
-def test_optional_array_of_an_array_made_in_a_prange_body_is_refused():
-    with pytest.raises(UnsupportedConstructError, match="prange body"):
-        ours(view_made_in_a_prange_body, "cpu")(X, np.zeros(6))
+@pytest.mark.parametrize("target", TARGETS)
+def test_optional_array_of_an_array_made_in_a_prange_body(target):
+    # carried between the body's blocks as its array (lowering/carried.py)
+    check(view_made_in_a_prange_body, np.arange(-2.0, 4.0), np.zeros(6), target=target)
+
+
+def test_optional_array_of_an_array_made_in_a_prange_body_compiles_to_a_gpu_kernel():
+    a = np.arange(-2.0, 4.0)
+    assert ".entry" in all_ptx(compile_only(view_made_in_a_prange_body, a, np.zeros(6)))

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from numba.core import ir as nir
 from numba.core import types
-from numba.core.analysis import compute_cfg_from_blocks
+from numba.core.analysis import compute_live_map, compute_use_defs
+from numba.core.controlflow import CFGraph
 from numba.parfors.parfor import Parfor
 
 from .._mlir import ir, memref
 from .build import const, const_index
 from .types import is_optional_array, strided_memref_type
-from .values import ArrayValue, OptionalArraySlot, TupleValue
+from .errors import UnsupportedConstructError, user_name
+from .values import ArrayValue, OptionalArraySlot, OptionalValue, TupleValue
 
 
 def _array_type(ty):
@@ -47,9 +49,9 @@ def _carried_arrays_of(ty) -> list:
     return [] if array is None else [array]
 
 
-def carried_arrays(func_ir, typemap) -> list[str]:
-    """Names of the array variables of the function body that need carrying."""
-    blocks = func_ir.blocks
+def carried_arrays(blocks: dict, typemap) -> list[str]:
+    """Names of the array variables of a region's blocks (the function body,
+    or a loop body entered at its first label) that need carrying."""
     defs: dict[str, list[int]] = {}
     uses: dict[str, set] = {}
     for label, block in blocks.items():
@@ -62,7 +64,7 @@ def carried_arrays(func_ir, typemap) -> list[str]:
                 for inner in stmt.init_block.body:
                     if isinstance(inner, nir.Assign):
                         defs.setdefault(inner.target.name, []).append(label)
-    dominators = compute_cfg_from_blocks(blocks).dominators()
+    dominators = _cfg(blocks).dominators()
     roots = _argument_roots(blocks)
     carried = []
     for name, labels in defs.items():
@@ -75,9 +77,50 @@ def carried_arrays(func_ir, typemap) -> list[str]:
     return sorted(carried)
 
 
+def refuse_values_of_earlier_iterations(blocks: dict, names: list[str]) -> None:
+    """A loop body's array variable read before the body assigns it (`v`
+    held before the loop or assigned by an earlier iteration, `if c: v = a[i]`
+    in the body, then a read of `v`): run in order, an iteration reads what
+    an earlier one assigned, which parallel iterations cannot give."""
+    uses_defs = compute_use_defs(blocks)
+    live = compute_live_map(_cfg(blocks), blocks, uses_defs.usemap, uses_defs.defmap)
+    early = set(names) & live[min(blocks)]
+    for label in sorted(blocks):
+        for stmt in blocks[label].body:
+            used = [v.name for v in stmt.list_vars() if v.name in early]
+            if used:
+                raise UnsupportedConstructError(
+                    f"the array variable '{user_name(used[0])}' of a prange body read where "
+                    "an earlier iteration (or the code before the loop) may have assigned it",
+                    stmt.loc)
+
+
+def _cfg(blocks: dict) -> CFGraph:
+    """The blocks' control-flow graph, entered at the first label; a jump
+    out of them (a loop body's back edge to its header) is no edge."""
+    cfg = CFGraph()
+    for label in blocks:
+        cfg.add_node(label)
+    for label, block in blocks.items():
+        # a loop body's last block may end without a terminator: it leaves the body
+        for target in block.terminator.get_targets() if block.is_terminated else ():
+            if target in blocks:
+                cfg.add_edge(label, target)
+    cfg.set_entry_point(min(blocks))
+    cfg.process()
+    return cfg
+
+
 def _argument_roots(blocks) -> dict:
-    """Variable -> the argument index that every assignment of it is (through
-    copies and in-place operators, which return their left operand), or None."""
+    """Variable -> the array that every assignment of it is (through copies
+    and in-place operators, which return their left operand), or None.
+
+    Variables joined by copies and in-place operators form one class; the
+    class holds one array when no member is assigned anything else and its
+    members get at most one array from outside the class: an argument, a
+    variable the blocks do not assign (a loop body's array from before the
+    loop), or, where the copies form a cycle (Numba's loop-carried copies of
+    an array reduction's accumulator in a body), what its first read sees."""
     sources: dict[str, list] = {}
     for block in blocks.values():
         for stmt in block.body:
@@ -93,27 +136,37 @@ def _argument_roots(blocks) -> dict:
             else:
                 source = None
             sources.setdefault(stmt.target.name, []).append(source)
-    roots: dict = {}
+    parent: dict[str, str] = {}
 
-    def root(name, seen=()):
-        if name in roots:
-            return roots[name]
-        if name in seen or name not in sources:
-            return None
-        found = set()
-        for source in sources[name]:
+    def find(name: str) -> str:
+        parent.setdefault(name, name)
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for target, from_ in sources.items():
+        for source in from_:
+            if source is not None and source[0] == "var":
+                parent[find(target)] = find(source[1])
+    outside: dict[str, set] = {}
+    fresh = set()
+    for name in list(parent) + list(sources):
+        cls = find(name)
+        outside.setdefault(cls, set())
+        if name not in sources:
+            outside[cls].add(("outside", name))
+        for source in sources.get(name, ()):
             if source is None:
-                found.add(None)
+                fresh.add(cls)
             elif source[0] == "arg":
-                found.add(source[1])
-            else:
-                found.add(root(source[1], seen + (name,)))
-        result = found.pop() if len(found) == 1 else None
-        roots[name] = result
-        return result
-
+                outside[cls].add(source)
+    roots: dict = {}
     for name in sources:
-        root(name)
+        cls = find(name)
+        found = outside[cls]
+        roots[name] = None if cls in fresh or len(found) > 1 else \
+            next(iter(found), ("cycle", cls))
     return roots
 
 
@@ -130,7 +183,9 @@ class CarriedArrays:
         self.flags: dict = {}          # Optional(array) variable -> its flag's slot
 
     def make_placeholders(self) -> None:
-        """Empty arrays for variables not assigned yet (in the entry block)."""
+        """Empty arrays for variables not assigned yet (in the entry block).
+        In a loop body, a variable that holds an array before the body starts
+        from that array instead."""
         arrays = [a for per_name in self.arrays for a in per_name]
         for array, ty in zip(arrays, self.types):
             plain = memref.AllocaOp(
@@ -138,8 +193,20 @@ class CarriedArrays:
             self.placeholders.append(memref.CastOp(ty, plain).result)
         for name in self.names:
             if is_optional_array(self.lw.typeof(name)):
+                outside = self.lw.scope.find_value(name)
+                if isinstance(outside, OptionalArraySlot):
+                    valid = self.lw.load_slot(outside.valid, types.boolean)
+                elif isinstance(outside, OptionalValue):
+                    valid = outside.valid
+                else:
+                    valid = const(types.boolean, 0)
                 self.flags[name] = flag = self.lw.new_slot(types.boolean)
-                self.lw.store_slot(const(types.boolean, 0), flag, types.boolean)
+                self.lw.store_slot(valid, flag, types.boolean)
+
+    def initial_operands(self) -> list:
+        """What the entry block passes to the region's first block: each
+        variable's value from outside the region, else its placeholder."""
+        return self._operands(self.lw.scope.find_value)
 
     def bind_block_arguments(self, block) -> None:
         arguments = iter(block.arguments)
@@ -154,13 +221,20 @@ class CarriedArrays:
                 self.lw.scope.values[name] = items[0]
 
     def operands(self) -> list:
-        """The current values, for a branch to another block of the body."""
+        """The current values, for a branch to another block of the region."""
+        return self._operands(self.lw.scope.values.get)
+
+    def _operands(self, lookup) -> list:
         result = []
         placeholders, types_ = iter(self.placeholders), iter(self.types)
         for name, arrays in zip(self.names, self.arrays):
-            value = self.lw.scope.values.get(name)
-            if isinstance(value, OptionalArraySlot):
-                value = value.array
+            value = lookup(name)
+            if isinstance(value, (OptionalArraySlot, OptionalValue)):
+                value = value.array if isinstance(value, OptionalArraySlot) else value.value
+            if value is not None and not isinstance(value, (ArrayValue, TupleValue)):
+                raise UnsupportedConstructError(
+                    f"the variable '{user_name(name)}' holding {type(value).__name__} on one "
+                    "path and an array on another", self.lw.loc)
             items = value.items if isinstance(value, TupleValue) else [value] * len(arrays)
             for item in items:
                 placeholder, ty = next(placeholders), next(types_)

@@ -66,6 +66,7 @@ class RegionBlocks:
     """Numba labels lowered into one MLIR region, and what leaving it means."""
     blocks: dict[int, ir.Block]
     exit: Optional[Callable[[], None]] = None   # called for a jump out of it
+    carried: Optional[CarriedArrays] = None     # array variables its blocks pass along
 
 
 def _describe(callee, sig) -> str:
@@ -147,9 +148,9 @@ class FunctionLowerer:
         self.arguments = self._split_arguments(list(entry.arguments))
         blocks = self.func_ir.blocks
         order = find_topo_order(blocks)
-        self.carried = CarriedArrays(self, carried_arrays(self.func_ir, self.typemap))
+        self.carried = CarriedArrays(self, carried_arrays(blocks, self.typemap))
         region = RegionBlocks({label: fn.body.blocks.append(*self.carried.types)
-                               for label in sorted(blocks)})
+                               for label in sorted(blocks)}, carried=self.carried)
         self.body_region = region
         with ir.InsertionPoint(entry), self.location(loc):
             if self.entry:
@@ -204,8 +205,8 @@ class FunctionLowerer:
                 block = blocks[label]
                 self.ip = ir.InsertionPoint(region.blocks[label])
                 self.label = label
-                if region is self.body_region:
-                    self.carried.bind_block_arguments(region.blocks[label])
+                if region.carried is not None:
+                    region.carried.bind_block_arguments(region.blocks[label])
                 self.lower_stmts(block.body)
                 if not block.is_terminated:
                     with self.ip, self.location(self.loc):
@@ -235,9 +236,15 @@ class FunctionLowerer:
             self.jump_out()
 
     def branch_operands(self) -> list:
-        """What a branch between blocks of the current region passes: the
-        carried arrays, in the function body."""
-        return self.carried.operands() if self.region is self.body_region else []
+        """What a branch between blocks of the current region passes: its
+        carried arrays."""
+        carried = self.region.carried
+        return carried.operands() if carried is not None else []
+
+    def is_carried(self, name: str) -> bool:
+        """Is `name` passed between the blocks of the current region?"""
+        carried = self.region.carried if self.region is not None else None
+        return carried is not None and name in carried.names
 
     def jump_out(self) -> None:
         if self.region.exit is None:
@@ -376,8 +383,7 @@ class FunctionLowerer:
             self._write_optional_array(name, self.optional(value, fromty or ty, ty))
             return
         bound = self.scope.values.get(name)
-        carried = name in self.carried.names and self.region is self.body_region
-        if bound is not None and bound is not value and not carried:
+        if bound is not None and bound is not value and not self.is_carried(name):
             raise UnsupportedConstructError(
                 f"assigning variable '{name}' of type {ty} more than once "
                 "(only scalars may be reassigned)", self.loc)
@@ -399,7 +405,7 @@ class FunctionLowerer:
         (a carried variable's block argument, carried.py, when it is assigned
         on several paths)."""
         held = self.scope.find_value(name)
-        carried = name in self.carried.names and self.region is self.body_region
+        carried = self.is_carried(name)
         array = value.value
         if isinstance(held, OptionalArraySlot):
             slot = held.valid

@@ -17,6 +17,8 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import arith, cf, ir, scf
 from ..lowering.build import cmpi, const_i64, select, to_i64, to_index
+from ..lowering.carried import (CarriedArrays, carried_arrays,
+                                refuse_values_of_earlier_iterations)
 from ..lowering.casts import cast
 from ..lowering.function import RegionBlocks, Scope
 from ..lowering.random_streams import iteration
@@ -159,12 +161,23 @@ class BodyLowering:
         lw.parallel_depth += 1
         lw.body_depth += 1
         try:
+            # array variables assigned more than once in the body pass along its blocks
+            names = carried_arrays(self.parfor.loop_body, lw.typemap)
+            refuse_values_of_earlier_iterations(self.parfor.loop_body, names)
+            carried = CarriedArrays(lw, names)
+            for label in labels:
+                for ty in carried.types:
+                    blocks[label].add_argument(ty, ir.Location.unknown())
+            with ir.InsertionPoint(entry), lw.location(self.parfor.loc):
+                carried.make_placeholders()
+                start = carried.initial_operands()
             with draws:
-                lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave))
+                lw.lower_blocks(self.parfor.loop_body, RegionBlocks(blocks, exit=leave,
+                                                                     carried=carried))
         finally:
             lw.scope = outer
             lw.parallel_depth -= 1
             lw.body_depth -= 1
         with ir.InsertionPoint(entry):
-            cf.BranchOp([], blocks[labels[0]])
+            cf.BranchOp(start, blocks[labels[0]])
         return list(region_op.results)
