@@ -16,6 +16,7 @@ module: a rule that needs another operation looks it up in the registries.
     fancy         index arrays and masks
     elementwise   ufuncs and operators on arrays, with broadcasting
     array_builders  np.where, np.clip, .astype, layout changes
+    joins         np.concatenate, np.stack, np.vstack, np.hstack of tuples of arrays
     reductions    argmin/argmax, min/max, sum(axis=), any/all
     nanfunctions  np.nansum/nanprod/nanmin/nanmax/nanmean/nanvar/nanstd
     closeness     np.isclose/np.allclose of arrays
@@ -31,7 +32,7 @@ module: a rule that needs another operation looks it up in the registries.
     printing      print() of numbers and constant strings in host code
 """
 from . import (array_builders, arrays, builtins, closeness, elementwise, fancy,  # noqa: F401
-               linalg, mathlib, nanfunctions, npufuncs, printing, random, reductions,
+               joins, linalg, mathlib, nanfunctions, npufuncs, printing, random, reductions,
                scalars, scans, sorting, threads, tuples, views)
 from . import complexes  # noqa: F401,E402  (after the rules it extends)
 from . import datetimes  # noqa: F401,E402  (after the rules it extends)
