@@ -218,3 +218,38 @@ def test_array_variables_assigned_more_than_once_in_a_prange_body_compile_for_th
     a = np.ones((45, 7))
     compile_only(rows_from_either_array, a, a, np.zeros(45))
     compile_only(halved_in_an_inner_loop, a, np.zeros(45))
+
+
+def flag_and_row(x, out):
+    """A tuple of a flag and an array, assigned in two branches of a prange
+    body (pynndescent's hub trees return such tuples)."""
+    for i in prange(x.shape[0]):
+        if x[i, 0] > 0.5:
+            t = (True, x[i])
+        else:
+            t = (False, x[i] * 2)
+        out[i] = t[1].sum() if t[0] else -t[1].sum()
+    return out
+
+
+def flag_and_array(x, c):
+    if c:
+        t = (True, x)
+    else:
+        t = (False, x * 2)
+    for _ in range(3):
+        t = (not t[0], t[1] + 1)
+    return t[1].sum() if t[0] else -t[1].sum()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tuples_of_flags_and_arrays_assigned_more_than_once(target):
+    x = np.random.default_rng(6).random((33, 5))
+    check(flag_and_row, x, np.zeros(33), target=target)
+    for c in (True, False):
+        check(flag_and_array, x[0], c, target=target)
+
+
+def test_tuples_of_flags_and_arrays_in_a_prange_body_compile_for_the_gpu():
+    x = np.ones((33, 5))
+    compile_only(flag_and_row, x, np.zeros(33))

@@ -27,7 +27,8 @@ from numba.parfors.parfor import Parfor
 
 from .._mlir import ir, memref
 from .build import const, const_index
-from .types import is_optional_array, strided_memref_type
+from .casts import cast
+from .types import is_optional_array, is_scalar, scalar_type, strided_memref_type
 from .errors import UnsupportedConstructError, user_name
 from .values import ArrayValue, OptionalArraySlot, OptionalValue, TupleValue
 
@@ -40,13 +41,18 @@ def _array_type(ty):
 
 
 def _carried_arrays_of(ty) -> list:
-    """The array types a variable of type `ty` is carried as: its array, or
-    the items of a tuple of arrays; [] when it is not carried so."""
-    if isinstance(ty, types.BaseTuple) and len(ty) and all(
-            isinstance(t, types.Array) for t in ty.types):
-        return list(ty.types)
+    """The types a variable of type `ty` is carried as: its array, or the
+    items of a tuple of arrays and scalars (at least one array; a flag and
+    two arrays, as pynndescent returns); [] when it is not carried so."""
+    if isinstance(ty, types.BaseTuple) and any(isinstance(t, types.Array) for t in ty.types) and \
+            all(isinstance(t, types.Array) or is_scalar(t) for t in ty.types):
+        return [types.unliteral(t) for t in ty.types]
     array = _array_type(ty)
     return [] if array is None else [array]
+
+
+def _block_type(ty, loc) -> ir.Type:
+    return strided_memref_type(ty, loc) if isinstance(ty, types.Array) else scalar_type(ty, loc)
 
 
 def carried_arrays(blocks: dict, typemap) -> list[str]:
@@ -176,9 +182,10 @@ class CarriedArrays:
     def __init__(self, lw, names: list[str]):
         self.lw = lw
         self.names = names
-        # per variable, the array types of its block arguments (flat, in order)
+        # per variable, the Numba types of its block arguments (flat, in order):
+        # arrays, and the scalars of a tuple holding both
         self.arrays = [_carried_arrays_of(lw.typeof(n)) for n in names]
-        self.types = [strided_memref_type(a, lw.loc) for arrays in self.arrays for a in arrays]
+        self.types = [_block_type(a, lw.loc) for arrays in self.arrays for a in arrays]
         self.placeholders: list = []
         self.flags: dict = {}          # Optional(array) variable -> its flag's slot
 
@@ -188,6 +195,10 @@ class CarriedArrays:
         from that array instead."""
         arrays = [a for per_name in self.arrays for a in per_name]
         for array, ty in zip(arrays, self.types):
+            if not isinstance(array, types.Array):
+                self.placeholders.append(const(array, False if isinstance(
+                    array, types.Boolean) else 0))
+                continue
             plain = memref.AllocaOp(
                 _identity_layout(ty), [const_index(0)] * array.ndim, []).result
             self.placeholders.append(memref.CastOp(ty, plain).result)
@@ -211,7 +222,8 @@ class CarriedArrays:
     def bind_block_arguments(self, block) -> None:
         arguments = iter(block.arguments)
         for name, arrays in zip(self.names, self.arrays):
-            items = [ArrayValue(next(arguments), a, view=True) for a in arrays]
+            items = [ArrayValue(next(arguments), a, view=True) if isinstance(a, types.Array)
+                     else next(arguments) for a in arrays]
             ty = self.lw.typeof(name)
             if isinstance(ty, types.BaseTuple):
                 self.lw.scope.values[name] = TupleValue(items, ty)
@@ -236,13 +248,16 @@ class CarriedArrays:
                     f"the variable '{user_name(name)}' holding {type(value).__name__} on one "
                     "path and an array on another", self.lw.loc)
             items = value.items if isinstance(value, TupleValue) else [value] * len(arrays)
-            for item in items:
+            item_types = value.type.types if isinstance(value, TupleValue) else arrays
+            for item, item_ty, want in zip(items, item_types, arrays):
                 placeholder, ty = next(placeholders), next(types_)
                 if item is None:
                     result.append(placeholder)
-                    continue
-                result.append(item.memref if item.memref.type == ty
-                              else memref.CastOp(ty, item.memref).result)
+                elif not isinstance(want, types.Array):
+                    result.append(cast(item, item_ty, want))
+                else:
+                    result.append(item.memref if item.memref.type == ty
+                                  else memref.CastOp(ty, item.memref).result)
         return result
 
 
