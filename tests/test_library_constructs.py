@@ -295,3 +295,33 @@ def test_omitted_string_default_compared_with_literals():
     compiled = ours(_ranks)
     np.testing.assert_array_equal(compiled(x), numba.njit(_ranks)(x))
     assert inspect_path(compiled).path == "mlir"
+
+
+# -- quantecon: omitted tuple and array defaults passed on (lowering/function._rebuild) ----
+
+@numba.njit
+def _tolerance_sum(x, options):
+    return x * options[0] + options[1]
+
+
+@numba.njit
+def _rows_in_bounds(x, bounds):
+    for k in range(bounds.shape[0]):
+        x = min(max(x, bounds[k, 0]), bounds[k, 1])
+    return x
+
+
+def _solve(x, args=(), bounds=np.empty((0, 2)), options=(1e-6, 2.0)):
+    # quantecon's root finders (`args = tuple(args)`), nelder_mead (`bounds`)
+    # and linprog_simplex (`PivOptions`) with their defaults left out
+    args = tuple(args)
+    y = _rows_in_bounds(x + len(args), bounds)
+    return _tolerance_sum(y, options)
+
+
+def test_omitted_tuple_and_array_defaults_passed_to_callees():
+    compiled = ours(_solve)
+    assert compiled(2.5) == numba.njit(_solve)(2.5)
+    assert inspect_path(compiled).path == "mlir"
+    narrow = np.array([[0.0, 1.0]])
+    assert compiled(2.5, (1, 2), narrow) == numba.njit(_solve)(2.5, (1, 2), narrow)

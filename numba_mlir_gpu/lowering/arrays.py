@@ -119,8 +119,12 @@ def fill(lw, array: ArrayValue, value: ir.Value) -> None:
 def constant_array(lw, value: np.ndarray, ty: types.Array) -> ArrayValue:
     """A new array holding the elements of a global NumPy array, copied from
     a constant memref.global of the module."""
-    if value.ndim == 0 or value.size == 0:
-        raise UnsupportedConstructError("empty or 0-d global arrays", lw.loc)
+    if value.ndim == 0:
+        raise UnsupportedConstructError("0-d global arrays", lw.loc)
+    if value.size == 0:         # (an omitted `bounds=np.empty((0, 2))`): nothing to copy
+        result = allocate(lw, ty.copy(layout="C", readonly=False),
+                          [to_index(const_i64(n)) for n in value.shape])
+        return ArrayValue(result.memref, ty)
     element = storage_type(ty.dtype, lw.loc)
     data = np.ascontiguousarray(value)
     if data.dtype == np.bool_:

@@ -15,6 +15,7 @@ import numpy as np
 from numba.core import ir as nir
 from numba.core import types
 from numba.core.ir_utils import find_topo_order
+from numba.core.typing.typeof import typeof as typeof_value
 
 from .._mlir import arith, cf, func, ir, memref
 from . import calls, casts, intrinsics
@@ -569,6 +570,10 @@ class FunctionLowerer:
         if isinstance(ty, types.BaseTuple):
             holder = origin if origin is not None else in_tuple
             return TupleValue([self._rebuild(t, flat, None, holder) for t in ty.types], ty)
+        if isinstance(ty, types.Omitted) and isinstance(ty.value, (tuple, np.ndarray)):
+            # a default left out (`bounds=np.empty((0, 2))`, `args=()`), passed on
+            # to callees and tuple(): a constant of its value's type
+            return self.constant(ty.value, typeof_value(ty.value))
         if is_static(ty):
             return PyValue(static_value(ty))
         if is_optional_scalar(ty):
