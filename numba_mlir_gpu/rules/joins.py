@@ -18,7 +18,7 @@ from numba.np.arrayobj import _np_hstack, _np_vstack, np_concatenate, np_stack_c
 
 from .._mlir import arith, ir
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
-from ..lowering.build import cmpi, const_i64, const_index, select, to_index
+from ..lowering.build import cmpi, const, const_i64, const_index, select, to_index
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
@@ -76,7 +76,7 @@ def concatenate(lw, arrays: list, axis: ir.Value, ty: types.Array, name: str) ->
         total = shapes[0][d]
         for shape in shapes[1:]:
             total = arith.AddIOp(total, shape[d]).result
-            mismatch = arith.AndIOp(arith.XOrIOp(_is(axis, d), _true()).result,
+            mismatch = arith.AndIOp(arith.XOrIOp(_is(axis, d), const(types.boolean, 1)).result,
                                     cmpi("ne", shape[d], shapes[0][d])).result
             lw.errors.raise_if(lw, mismatch, lw.errors.code(
                 ValueError, (f"{name}(): input sizes over dimension {d} do not match",)))
@@ -105,7 +105,7 @@ def stack(lw, arrays: list, axis: ir.Value, ty: types.Array, name: str) -> Array
     """A new axis at `axis` (in the result's dimensions), array k at k."""
     shapes = [shape_of(a) for a in arrays]
     for shape in shapes[1:]:
-        mismatch = _false()
+        mismatch = const(types.boolean, 0)
         for a, b in zip(shape, shapes[0]):
             mismatch = arith.OrIOp(mismatch, cmpi("ne", a, b)).result
         lw.errors.raise_if(lw, mismatch, lw.errors.code(
@@ -130,28 +130,17 @@ def _inserted(axis: ir.Value, d: int, new: ir.Value, values: list) -> ir.Value:
     return select(_is(axis, d), new, inner)
 
 
-def _true() -> ir.Value:
-    return arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
+def _along_an_axis(join, name: str):
+    """The rule of an intrinsic taking (arrays, axis)."""
+    def rule(lw, args, sig, expr):
+        ty = types.unliteral(sig.return_type)
+        arrays = _arrays(lw, args[0], sig.args[0], expr)
+        return join(lw, arrays, _axis(lw, args[1], sig.args[1], ty.ndim, name), ty, name)
+    return rule
 
 
-def _false() -> ir.Value:
-    return arith.ConstantOp(ir.IntegerType.get_signless(1), 0).result
-
-
-@call_rules.register(np_concatenate)
-def numpy_concatenate(lw, args, sig, expr):
-    ty = types.unliteral(sig.return_type)
-    arrays = _arrays(lw, args[0], sig.args[0], expr)
-    axis = _axis(lw, args[1], sig.args[1], ty.ndim, "np.concatenate")
-    return concatenate(lw, arrays, axis, ty, "np.concatenate")
-
-
-@call_rules.register(np_stack_common)
-def numpy_stack(lw, args, sig, expr):
-    ty = types.unliteral(sig.return_type)
-    arrays = _arrays(lw, args[0], sig.args[0], expr)
-    axis = _axis(lw, args[1], sig.args[1], ty.ndim, "np.stack")
-    return stack(lw, arrays, axis, ty, "np.stack")
+call_rules.register(np_concatenate)(_along_an_axis(concatenate, "np.concatenate"))
+call_rules.register(np_stack_common)(_along_an_axis(stack, "np.stack"))
 
 
 @call_rules.register(_np_vstack)
