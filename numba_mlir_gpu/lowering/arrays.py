@@ -121,17 +121,14 @@ def constant_array(lw, value: np.ndarray, ty: types.Array) -> ArrayValue:
     a constant memref.global of the module."""
     if value.ndim == 0:
         raise UnsupportedConstructError("0-d global arrays", lw.loc)
+    result = allocate(lw, ty.copy(layout="C", readonly=False),
+                      [to_index(const_i64(n)) for n in value.shape])
     if value.size == 0:         # (an omitted `bounds=np.empty((0, 2))`): nothing to copy
-        result = allocate(lw, ty.copy(layout="C", readonly=False),
-                          [to_index(const_i64(n)) for n in value.shape])
         return ArrayValue(result.memref, ty)
-    element = storage_type(ty.dtype, lw.loc)
     data = np.ascontiguousarray(value)
     if data.dtype == np.bool_:
         data = data.astype(np.uint8)
     source = constant_global(lw.mlower.module, f"{lw.name}_global_{len(lw.global_arrays)}",
-                             data, element)
-    result = allocate(lw, ty.copy(layout="C", readonly=False),
-                      [to_index(const_i64(n)) for n in data.shape])
+                             data, storage_type(ty.dtype, lw.loc))
     memref.CopyOp(source, memref.CastOp(source.type, result.memref).result)
     return ArrayValue(result.memref, ty)

@@ -15,7 +15,11 @@ once the next one replaces it (the block arguments become the loop's
 variable is carried as its array (the empty placeholder of a None) while its
 flag lives in a slot, as a scalar does. A tuple of arrays (pynndescent's
 heaps, `graph = make_heap(...)` in one branch, `graph = init_graph` in the
-other) is carried as its arrays, one block argument each.
+other) is carried as its arrays, one block argument each, and a tuple of
+arrays and scalars (a flag and two arrays) as its items. A `prange` body's
+blocks carry the body's own such variables the same way (parallel/nest.py),
+entered with a variable's array from before the loop where there is one; a
+body variable read before its iteration assigns it is refused.
 """
 from __future__ import annotations
 
@@ -28,8 +32,8 @@ from numba.parfors.parfor import Parfor
 from .._mlir import ir, memref
 from .build import const, const_index
 from .casts import cast
-from .types import is_optional_array, is_scalar, scalar_type, strided_memref_type
 from .errors import UnsupportedConstructError, user_name
+from .types import is_optional_array, is_scalar, scalar_type, strided_memref_type
 from .values import ArrayValue, OptionalArraySlot, OptionalValue, TupleValue
 
 
@@ -40,7 +44,7 @@ def _array_type(ty):
     return ty.type if is_optional_array(ty) else None
 
 
-def _carried_arrays_of(ty) -> list:
+def _carried_types_of(ty) -> list:
     """The types a variable of type `ty` is carried as: its array, or the
     items of a tuple of arrays and scalars (at least one array; a flag and
     two arrays, as pynndescent returns); [] when it is not carried so."""
@@ -71,13 +75,13 @@ def carried_arrays(blocks: dict, typemap) -> list[str]:
                     if isinstance(inner, nir.Assign):
                         defs.setdefault(inner.target.name, []).append(label)
     dominators = _cfg(blocks).dominators()
-    roots = _argument_roots(blocks)
+    roots = _array_roots(blocks)
     carried = []
     for name, labels in defs.items():
-        if not _carried_arrays_of(typemap.get(name)):
+        if not _carried_types_of(typemap.get(name)):
             continue
         if roots.get(name) is not None:
-            continue        # every assignment is the same argument (`a += 1` in a branch)
+            continue        # every assignment is the same array (`a += 1` in a branch)
         if len(labels) > 1 or any(labels[0] not in dominators.get(u, ()) for u in uses[name]):
             carried.append(name)
     return sorted(carried)
@@ -88,6 +92,8 @@ def refuse_values_of_earlier_iterations(blocks: dict, names: list[str]) -> None:
     held before the loop or assigned by an earlier iteration, `if c: v = a[i]`
     in the body, then a read of `v`): run in order, an iteration reads what
     an earlier one assigned, which parallel iterations cannot give."""
+    if not names:       # (most bodies: no liveness to compute)
+        return
     uses_defs = compute_use_defs(blocks)
     live = compute_live_map(_cfg(blocks), blocks, uses_defs.usemap, uses_defs.defmap)
     early = set(names) & live[min(blocks)]
@@ -117,7 +123,7 @@ def _cfg(blocks: dict) -> CFGraph:
     return cfg
 
 
-def _argument_roots(blocks) -> dict:
+def _array_roots(blocks) -> dict:
     """Variable -> the array that every assignment of it is (through copies
     and in-place operators, which return their left operand), or None.
 
@@ -184,8 +190,8 @@ class CarriedArrays:
         self.names = names
         # per variable, the Numba types of its block arguments (flat, in order):
         # arrays, and the scalars of a tuple holding both
-        self.arrays = [_carried_arrays_of(lw.typeof(n)) for n in names]
-        self.types = [_block_type(a, lw.loc) for arrays in self.arrays for a in arrays]
+        self.items = [_carried_types_of(lw.typeof(n)) for n in names]
+        self.types = [_block_type(t, lw.loc) for items in self.items for t in items]
         self.placeholders: list = []
         self.flags: dict = {}          # Optional(array) variable -> its flag's slot
 
@@ -193,8 +199,8 @@ class CarriedArrays:
         """Empty arrays for variables not assigned yet (in the entry block).
         In a loop body, a variable that holds an array before the body starts
         from that array instead."""
-        arrays = [a for per_name in self.arrays for a in per_name]
-        for array, ty in zip(arrays, self.types):
+        flat = [t for per_name in self.items for t in per_name]
+        for array, ty in zip(flat, self.types):
             if not isinstance(array, types.Array):
                 self.placeholders.append(const(array, False if isinstance(
                     array, types.Boolean) else 0))
@@ -221,9 +227,9 @@ class CarriedArrays:
 
     def bind_block_arguments(self, block) -> None:
         arguments = iter(block.arguments)
-        for name, arrays in zip(self.names, self.arrays):
-            items = [ArrayValue(next(arguments), a, view=True) if isinstance(a, types.Array)
-                     else next(arguments) for a in arrays]
+        for name, wanted in zip(self.names, self.items):
+            items = [ArrayValue(next(arguments), t, view=True) if isinstance(t, types.Array)
+                     else next(arguments) for t in wanted]
             ty = self.lw.typeof(name)
             if isinstance(ty, types.BaseTuple):
                 self.lw.scope.values[name] = TupleValue(items, ty)
@@ -239,7 +245,7 @@ class CarriedArrays:
     def _operands(self, lookup) -> list:
         result = []
         placeholders, types_ = iter(self.placeholders), iter(self.types)
-        for name, arrays in zip(self.names, self.arrays):
+        for name, wanted in zip(self.names, self.items):
             value = lookup(name)
             if isinstance(value, (OptionalArraySlot, OptionalValue)):
                 value = value.array if isinstance(value, OptionalArraySlot) else value.value
@@ -247,9 +253,9 @@ class CarriedArrays:
                 raise UnsupportedConstructError(
                     f"the variable '{user_name(name)}' holding {type(value).__name__} on one "
                     "path and an array on another", self.lw.loc)
-            items = value.items if isinstance(value, TupleValue) else [value] * len(arrays)
-            item_types = value.type.types if isinstance(value, TupleValue) else arrays
-            for item, item_ty, want in zip(items, item_types, arrays):
+            items = value.items if isinstance(value, TupleValue) else [value] * len(wanted)
+            item_types = value.type.types if isinstance(value, TupleValue) else wanted
+            for item, item_ty, want in zip(items, item_types, wanted):
                 placeholder, ty = next(placeholders), next(types_)
                 if item is None:
                     result.append(placeholder)

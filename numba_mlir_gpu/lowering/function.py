@@ -123,7 +123,6 @@ class FunctionLowerer:
         self.errors: Optional[FunctionErrors] = None
         self.entry_block: Optional[ir.Block] = None
         self.body_region: Optional[RegionBlocks] = None
-        self.carried: Optional[CarriedArrays] = None
         self.label: Optional[int] = None        # the Numba block being lowered
         self.global_arrays: dict = {}          # id(ndarray) -> ArrayValue
         # Optional arrays' own None placeholders in loop bodies that no array
@@ -149,15 +148,15 @@ class FunctionLowerer:
         self.arguments = self._split_arguments(list(entry.arguments))
         blocks = self.func_ir.blocks
         order = find_topo_order(blocks)
-        self.carried = CarriedArrays(self, carried_arrays(blocks, self.typemap))
-        region = RegionBlocks({label: fn.body.blocks.append(*self.carried.types)
-                               for label in sorted(blocks)}, carried=self.carried)
+        carried = CarriedArrays(self, carried_arrays(blocks, self.typemap))
+        region = RegionBlocks({label: fn.body.blocks.append(*carried.types)
+                               for label in sorted(blocks)}, carried=carried)
         self.body_region = region
         with ir.InsertionPoint(entry), self.location(loc):
             if self.entry:
                 self.target.prologue(self)
-            self.carried.make_placeholders()
-            cf.BranchOp(self.carried.placeholders, region.blocks[order[0]])
+            carried.make_placeholders()
+            cf.BranchOp(carried.placeholders, region.blocks[order[0]])
         self.lower_blocks(blocks, region)
         # Result types are known only once the return statements are lowered:
         # arrays that are arguments are handed back by the wrapper, not MLIR.

@@ -18,15 +18,17 @@ from numba.np.arrayobj import _np_hstack, _np_vstack, np_concatenate, np_stack_c
 
 from .._mlir import arith, ir
 from ..lowering.arrays import allocate, load_element, shape_of, store_element
-from ..lowering.build import cmpi, const, const_i64, const_index, select, to_index
+from ..lowering.build import (cmpi, const, const_i64, const_index, logical_not, select,
+                              to_index)
 from ..lowering.casts import cast
 from ..lowering.errors import UnsupportedConstructError
 from ..lowering.loops import parallel_for
 from ..lowering.registry import call_rules
+from ..lowering.types import is_static, static_value
 from ..lowering.values import ArrayValue, TupleValue
 
 
-def _arrays(lw, value, ty, expr) -> list:
+def _arrays(value, ty, expr) -> list:
     if not isinstance(value, TupleValue) or not all(isinstance(v, ArrayValue)
                                                     for v in value.items):
         raise UnsupportedConstructError(f"joining {ty} (a tuple of arrays is supported)",
@@ -39,12 +41,10 @@ def _arrays(lw, value, ty, expr) -> list:
 def _axis(lw, value, ty, ndim: int, name: str) -> ir.Value:
     """The axis as an index in [0, ndim): Numba's _normalize_axis, its
     IndexError raised after the statement (0 is used meanwhile)."""
-    if isinstance(ty, types.Omitted):
-        axis = const_i64(ty.value)
-    elif isinstance(ty, types.IntegerLiteral):
-        axis = const_i64(ty.literal_value)
+    if is_static(ty) or isinstance(ty, types.Literal):     # axis=0 left out, or a literal
+        axis = const_i64(static_value(ty))
     else:
-        axis = cast(value, types.unliteral(ty), types.int64)
+        axis = cast(value, ty, types.int64)
     axis = select(cmpi("slt", axis, const_i64(0)),
                   arith.AddIOp(axis, const_i64(ndim)).result, axis)
     outside = arith.OrIOp(cmpi("slt", axis, const_i64(0)),
@@ -76,7 +76,7 @@ def concatenate(lw, arrays: list, axis: ir.Value, ty: types.Array, name: str) ->
         total = shapes[0][d]
         for shape in shapes[1:]:
             total = arith.AddIOp(total, shape[d]).result
-            mismatch = arith.AndIOp(arith.XOrIOp(_is(axis, d), const(types.boolean, 1)).result,
+            mismatch = arith.AndIOp(logical_not(_is(axis, d)),
                                     cmpi("ne", shape[d], shapes[0][d])).result
             lw.errors.raise_if(lw, mismatch, lw.errors.code(
                 ValueError, (f"{name}(): input sizes over dimension {d} do not match",)))
@@ -89,11 +89,11 @@ def concatenate(lw, arrays: list, axis: ir.Value, ty: types.Array, name: str) ->
                for d in range(ndim)]
         _copy_into(lw, out, array, box, lambda idx, start=start: [
             select(_is(axis, d), arith.AddIOp(i, start).result, i) for d, i in enumerate(idx)])
-        offset = arith.AddIOp(offset, select_axis(axis, shape)).result
+        offset = arith.AddIOp(offset, _at_axis(axis, shape)).result
     return out
 
 
-def select_axis(axis: ir.Value, shape: list) -> ir.Value:
+def _at_axis(axis: ir.Value, shape: list) -> ir.Value:
     """shape[axis] for a run-time axis."""
     value = shape[0]
     for d in range(1, len(shape)):
@@ -134,7 +134,7 @@ def _along_an_axis(join, name: str):
     """The rule of an intrinsic taking (arrays, axis)."""
     def rule(lw, args, sig, expr):
         ty = types.unliteral(sig.return_type)
-        arrays = _arrays(lw, args[0], sig.args[0], expr)
+        arrays = _arrays(args[0], sig.args[0], expr)
         return join(lw, arrays, _axis(lw, args[1], sig.args[1], ty.ndim, name), ty, name)
     return rule
 
@@ -147,7 +147,7 @@ call_rules.register(np_stack_common)(_along_an_axis(stack, "np.stack"))
 def numpy_vstack(lw, args, sig, expr):
     """1-d inputs: rows of a new 2-d array; more: joined along axis 0."""
     ty = types.unliteral(sig.return_type)
-    arrays = _arrays(lw, args[0], sig.args[0], expr)
+    arrays = _arrays(args[0], sig.args[0], expr)
     zero = const_index(0)
     if arrays[0].type.ndim == 1:
         return stack(lw, arrays, zero, ty, "np.stack")
@@ -158,6 +158,6 @@ def numpy_vstack(lw, args, sig, expr):
 def numpy_hstack(lw, args, sig, expr):
     """1-d inputs joined end to end; more: along axis 1."""
     ty = types.unliteral(sig.return_type)
-    arrays = _arrays(lw, args[0], sig.args[0], expr)
+    arrays = _arrays(args[0], sig.args[0], expr)
     axis = const_index(0 if arrays[0].type.ndim == 1 else 1)
     return concatenate(lw, arrays, axis, ty, "np.concatenate")

@@ -620,9 +620,9 @@ def main(argv=None) -> int:
         runs = {}
         for mode in ([args.only] if args.only else ["stock", "ours"]):
             record = f"{name}-{mode}-{args.target}.json"    # what --resume reads back
-            earlier_path = Path(args.resume or ".") / record
+            earlier_path = Path(args.resume) / record if args.resume else None
             earlier = json.loads(earlier_path.read_text()) \
-                if args.resume and earlier_path.exists() else None     # else a fresh run
+                if earlier_path and earlier_path.exists() else None     # else a fresh run
             runs[mode] = run_suite(source, lib, mode, args.target, args.timeout, args.workers,
                                    log_dir, args.budget, earlier)
             (log_dir / record).write_text(json.dumps(runs[mode]))
