@@ -116,3 +116,29 @@ def test_compile_time_arguments_are_not_passed_to_mlir():
         return dtype(x) + y
     fn = numba_mlir_gpu.njit(target="cpu")(cast_add)
     assert fn(2.7, np.int32, 5) == numba.njit(cast_add)(2.7, np.int32, 5)
+
+
+def _threads_of_this_process() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
+def test_compilations_share_one_pool_of_mlir_threads():
+    # each compiled function keeps its MLIR context; a context with a pool of
+    # its own kept a thread per core, until a test worker could start no more
+    def scaled(k):
+        def f(x):
+            out = np.empty_like(x)
+            for i in prange(x.shape[0]):
+                out[i] = x[i] * k
+            return out
+        return numba_mlir_gpu.njit(target="cpu")(f)
+
+    x = np.arange(5.0)
+    kept = [scaled(0)]
+    kept[0](x)
+    before = _threads_of_this_process()
+    for k in range(1, 13):
+        kept.append(scaled(k))
+        np.testing.assert_array_equal(kept[-1](x), x * k)
+    assert _threads_of_this_process() - before <= 2

@@ -6,7 +6,7 @@ import os
 import pickle
 from dataclasses import dataclass
 
-from .._mlir import ir
+from .._mlir import ir, new_context
 from ..compiler.gpu_binaries import described
 from ..compiler.jit import Reload
 from .store import STAMP
@@ -46,5 +46,5 @@ class _WithoutEnvironments(pickle.Unpickler):
 
 
 def _objects(text: str) -> list:
-    with ir.Context(), ir.Location.unknown():
+    with new_context(), ir.Location.unknown():
         return described(ir.Module.parse(text))

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 from numba.core import config as numba_config
 
 from .. import parallel, rules  # noqa: F401  (register the parfor statement and the rules)
-from .._mlir import ir
+from .._mlir import ir, new_context
 from ..lowering import ModuleLowering
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.fastmath import apply_fastmath, fastmath_flags
@@ -95,7 +95,7 @@ def gpu_options_for(choice: TargetChoice, fp64: Optional[str] = None) -> passes.
 
 
 def _lower(state, choice: TargetChoice, name: str, typed_ir: Callable):
-    context = ir.Context()
+    context = new_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
         mlower = ModuleLowering(module, strategy_for(choice), state.typingctx, state.targetctx,
@@ -159,7 +159,7 @@ def _run_pipelines(module, options, choice: TargetChoice):
 
 def build_ptx(input_mlir: str, options: passes.GPUOptions) -> list[str]:
     isa = dataclasses.replace(options, sass=False)
-    with ir.Context(), ir.Location.unknown():
+    with new_context(), ir.Location.unknown():
         module = ir.Module.parse(input_mlir)
         add_allocator(module, gpu=True)
         run_pipeline(module, passes.gpu_pipeline(isa))

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from .._libs import runtime_library
-from .._mlir import ExecutionEngine, gpu, ir, passmanager
+from .._mlir import ExecutionEngine, gpu, ir, new_context, passmanager
 from ..lowering.errors import MLIRCompilationError
 from ..lowering.random_streams import STATE_SYMBOL
 from ..lowering.printing import PRINT_SYMBOLS
@@ -128,7 +128,7 @@ class Reload:
     symbol: str
 
     def __call__(self) -> None:
-        context = ir.Context()
+        context = new_context()
         with context, ir.Location.unknown():
             module = ir.Module.parse(self.llvm_mlir)
             jitted = _engine(module, self.name, self.gpu, self.llvm_mlir)

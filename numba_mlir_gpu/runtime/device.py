@@ -44,7 +44,7 @@ import ctypes
 import functools
 
 from .._libs import runtime_library
-from .._mlir import ExecutionEngine, ir, passmanager
+from .._mlir import ExecutionEngine, ir, new_context, passmanager
 from .cuda import require_device
 from .streams import STREAM_KEY, make_key
 
@@ -563,7 +563,7 @@ def runtime_addresses() -> dict[str, int]:
     lib = require_device()
     ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
     _keep_pool_memory(lib)
-    with ir.Context(), ir.Location.unknown():
+    with new_context(), ir.Location.unknown():
         module = ir.Module.parse(runtime_text())
         passmanager.PassManager.parse("builtin.module(reconcile-unrealized-casts)").run(
             module.operation)
