@@ -13,7 +13,7 @@ import numba_mlir_gpu
 from numba_mlir_gpu.lowering.errors import UnsupportedConstructError
 
 from .support import TARGETS, check, ours
-from .test_codegen import compile_only
+from .test_codegen import all_ptx, compile_only
 
 
 def add_array(n, tmp):
@@ -135,7 +135,6 @@ def test_array_reductions_large_and_tiny_trip_counts(n, target):
 def test_gpu_array_reduction_is_one_block_per_chunk():
     """Compile-only: the chunk kernel synchronises its block's threads and
     no kernel allocates."""
-    from .test_codegen import all_ptx, compile_only
     ptx = all_ptx(compile_only(with_other_statements, np.ones(8, np.int32),
                                np.ones(8, np.int32), np.ones(8, np.int32)))
     assert "barrier.sync" in ptx
@@ -258,6 +257,26 @@ def test_a_gpu_body_calling_a_writer_compiles():
     compile_only(rows_through_a_writer, x, np.zeros_like(x))
 
 
+def windowed_dots_every_seventh(T, m, out):
+    for t in prange(out.shape[0]):
+        s = 0.0
+        for d in range(t, T.shape[0] - m):
+            if d % 7 == 0:
+                s += np.dot(T[d:d + m] - T[d], T[d:d + m] - 1.0)
+        out[t] = s
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_gpu_body_retried_as_a_plain_kernel_raises_through_a_fresh_flag(target):
+    """The cooperative try made the error flag of its heap checks before it
+    gave up; the plain kernel used that erased flag (MLIR asserted, the
+    process aborted). Now it makes its own."""
+    T = np.random.default_rng(3).random(300)
+    check(windowed_dots_every_seventh, T, 10, np.zeros(21), target=target, rtol=1e-12)
+    ptx = all_ptx(compile_only(windowed_dots_every_seventh, T, 10, np.zeros(21)))
+    assert "malloc" in ptx and "free" in ptx
+
+
 def size_depends_on_iteration(x):
     acc = np.zeros(3)
     for i in prange(x.shape[0]):
@@ -300,7 +319,6 @@ def test_temporaries_in_array_reductions(n, target):
 
 
 def test_gpu_temporaries_are_scratch_buffers_made_before_the_kernel():
-    from .test_codegen import all_ptx, compile_only
     for fn, args in [(weighted_histogram, (np.ones(8), np.ones(3))),
                      (row_sums, (np.ones((4, 3)),)),
                      (shaped_like_accumulator, (np.ones(4), np.ones(4))),
@@ -436,7 +454,6 @@ def test_temporaries_sized_by_the_iteration(n, target):
 def test_gpu_temporaries_sized_through_a_subtraction_of_a_bound_use_the_device_heap():
     # no scratch slot can be sized for it: a plain kernel whose threads
     # allocate (tests/test_kernel_allocations.py)
-    from .test_codegen import all_ptx, compile_only
     ptx = all_ptx(compile_only(bound_through_a_subtraction, np.ones(6), np.ones(6) > 0))
     assert "malloc" in ptx and "barrier.sync" not in ptx
     rng = np.random.default_rng(14)
@@ -444,7 +461,6 @@ def test_gpu_temporaries_sized_through_a_subtraction_of_a_bound_use_the_device_h
 
 
 def test_gpu_temporaries_in_loops_are_scratch_slots():
-    from .test_codegen import all_ptx, compile_only
     a, c = np.ones((4, 3)), np.ones((2, 3))
     for fn, args in [(distances_in_inner_loop, (a, c)), (kmeans_distances, (a, c)),
                      (temporary_in_inner_loop, (np.ones(4),)),
@@ -472,7 +488,7 @@ def test_inplace_operator_in_a_prange_body():
 
 
 def test_array_reductions_compile_for_the_gpu():
-    from .test_codegen import all_ptx, compile_only, entries
+    from .test_codegen import entries
     fn = compile_only(shifted_sum, np.ones(8), np.ones(3))
     assert len(entries(all_ptx(fn))) >= 2       # the chunks, then the fold (and the fills)
 
@@ -532,7 +548,6 @@ def test_prange_bodies_that_make_arrays(n, target):
 
 
 def test_gpu_prange_bodies_that_make_arrays_are_chunk_kernels():
-    from .test_codegen import all_ptx, compile_only
     for fn, args in [(row_temporaries, (np.ones((4, 3)), np.zeros(4))),
                      (new_rows, (np.ones((4, 3)), np.zeros((4, 3))))]:
         ptx = all_ptx(compile_only(fn, *args))

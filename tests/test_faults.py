@@ -114,12 +114,22 @@ FAULTING_KERNEL = """
             out[i * far] = x[i]          # far outside `out` (no boundscheck)
         return out.sum()
 
+    def doubled(x):
+        return 2.0 * x               # allocates its result on the device
+
     f = numba_mlir_gpu.njit(target="gpu")(scatter)
+    g = numba_mlir_gpu.njit(target="gpu")(doubled)
+    g(np.ones(4))                    # compiled before the fault
     try:
         value = f(np.ones(4096), np.zeros(8), 1 << 36)
         outcome = {"raised": None, "value": float(value)}
     except RuntimeError as exc:
         outcome = {"raised": str(exc)}
+    try:
+        g(np.ones(1 << 20))
+        outcome["after"] = None
+    except (RuntimeError, MemoryError) as exc:
+        outcome["after"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(outcome))
 """
 
@@ -131,3 +141,7 @@ def test_a_faulting_kernel_is_a_python_error_not_a_result():
     out = _run(FAULTING_KERNEL)
     assert out["raised"] is not None, out
     assert "GPU kernel faulted" in out["raised"] and "boundscheck=True" in out["raised"]
+    # CUDA's context stays unusable: the next call's device allocation fails
+    # with the fault's status, which is the fault again, not out of memory
+    assert out["after"] is not None and out["after"].startswith("RuntimeError"), out
+    assert "GPU kernel faulted" in out["after"], out

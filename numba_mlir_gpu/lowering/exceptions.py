@@ -79,6 +79,15 @@ class FunctionErrors:
         self.pending.clear()
         return status
 
+    def checkpoint(self) -> tuple:
+        """The state `rollback` returns to, once the operations emitted
+        after this call are erased (a lowering tried and given up)."""
+        return list(self.pending), self.flag
+
+    def rollback(self, saved: tuple) -> None:
+        # a flag made since lives in the erased operations
+        self.pending[:], self.flag = saved
+
     def check_pending(self, lw) -> None:
         if not self.pending:
             return

@@ -205,10 +205,10 @@ def _lower_loop(lw, parfor: Parfor, updates: list, last: list) -> None:
 def _retried(lw, first, second):
     """`first()`, or, where it raises NeedsPlainKernel, `second()` in its
     place: what `first` emitted (after the current block's last operation)
-    is erased, its pending checks dropped."""
+    is erased, its pending checks and error flag dropped."""
     block = lw.ip.block
     before = list(block.operations)
-    pending = list(lw.errors.pending)
+    errors = lw.errors.checkpoint()
     try:
         return first()
     except NeedsPlainKernel:
@@ -217,7 +217,7 @@ def _retried(lw, first, second):
         emitted = [op for op in block.operations if op not in before]
         for op in reversed(emitted):
             op.erase()
-        lw.errors.pending[:] = pending
+        lw.errors.rollback(errors)
     return second()
 
 

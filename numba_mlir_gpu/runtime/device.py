@@ -299,7 +299,9 @@ llvm.func @nmg_take_failure() -> i32 {
   llvm.return %kind : i32
 }
 
-// status != 0: record an out-of-memory failure and return NULL
+// status != 0: record the failure and return NULL. Only
+// CUDA_ERROR_OUT_OF_MEMORY is out of memory: any other status is an earlier
+// kernel's fault, which CUDA reports at the next call, an allocation too.
 llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
   %zero = llvm.mlir.constant(0 : i32) : i32
   %ok = llvm.icmp "eq" %status, %zero : i32
@@ -308,8 +310,17 @@ llvm.func @nmg_result_pointer(%status: i32, %slot: !llvm.ptr) -> !llvm.ptr {
   %p = llvm.load %slot : !llvm.ptr -> !llvm.ptr
   llvm.return %p : !llvm.ptr
 ^failed:
+  %cuda_oom = llvm.mlir.constant(2 : i32) : i32
+  %is_oom = llvm.icmp "eq" %status, %cuda_oom : i32
+  llvm.cond_br %is_oom, ^out_of_memory, ^fault
+^out_of_memory:
   %oom = llvm.mlir.constant(1 : i32) : i32
   llvm.call @nmg_fail(%oom) : (i32) -> ()
+  llvm.br ^null
+^fault:
+  llvm.call @nmg_check(%status) : (i32) -> ()
+  llvm.br ^null
+^null:
   %null = llvm.mlir.zero : !llvm.ptr
   llvm.return %null : !llvm.ptr
 }
