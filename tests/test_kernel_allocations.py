@@ -301,6 +301,31 @@ def test_kernels_that_allocate_mark_their_module():
     assert HEAP_ATTRIBUTE not in compiled_function(scratch).lowered_mlir.splitlines()[0]
 
 
+def rolling_peak_to_peak(a, w):
+    # stumpy's _rolling_isconstant: the deallocation clones np.ptp's input in
+    # the kernel (a callee returns its argument or, on its error path, a
+    # placeholder), which is a `malloc` no lowering of ours made
+    out = np.empty(a.shape[0] - w + 1)
+    for i in prange(out.shape[0]):
+        out[i] = np.ptp(a[i:i + w])
+    return out
+
+
+def test_copies_made_by_the_deallocation_mark_their_module_too():
+    from numba_mlir_gpu import compiled_function
+    from numba_mlir_gpu.targets.gpu.heap import HEAP_ATTRIBUTE
+    fn = compile_only(rolling_peak_to_peak, np.ones(300), 10)
+    assert "malloc" in all_ptx(fn)
+    assert HEAP_ATTRIBUTE in compiled_function(fn).lowered_mlir.splitlines()[0]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [1, 7, 20000])
+def test_rolling_peak_to_peak(n, target):
+    # 20000 windows of 100: 32 MB of copies in flight, past CUDA's 8 MiB default heap
+    check(rolling_peak_to_peak, np.random.default_rng(n).random(n + 99), 100, target=target)
+
+
 def test_heap_size_setting(monkeypatch):
     from numba_mlir_gpu.targets.gpu import heap
     monkeypatch.delenv(heap.HEAP_ENV, raising=False)

@@ -18,6 +18,7 @@ from ..lowering.fastmath import allows_approximate_functions, operation_flags
 from ..lowering.structured import generics, lower_as_loops
 from ..targets.gpu import schedules
 from ..targets.gpu.early_loads import issue_loads_early
+from ..targets.gpu.heap import mark_kernels_that_allocate
 from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
@@ -185,7 +186,7 @@ def gpu_pipeline(options: GPUOptions) -> list:
         outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
         reciprocal_division_in_kernels, ieee_sqrt_in_kernels,
         precise_libm_calls,
-        *([contract_in_kernels] if o.contract else []), to_llvm,
+        *([contract_in_kernels] if o.contract else []), to_llvm, mark_kernels_that_allocate,
         # the kernels' poison too, before LLVM compiles them
         zero_for_poison, binaries, *sass, zero_for_poison]
 

@@ -29,6 +29,29 @@ HEAP_ATTRIBUTE = "numba_mlir_gpu.device_heap"
 DEFAULT_HEAP_MB = 1024
 
 
+def mark_kernels_that_allocate(module: ir.Module) -> None:
+    """After the kernels' lowering to the LLVM dialect: a module whose
+    kernels call `malloc` gets HEAP_ATTRIBUTE. Not only our arrays do: the
+    deallocation clones an array a callee returns when it cannot tell whose
+    it is (np.ptp's input: its argument, or a placeholder on the error
+    path). Left at CUDA's default 8 MiB, stumpy's rolling np.ptp over
+    windows of 100 held 2,901 threads' copies, not 5,901: `malloc` gave
+    NULL and the copy faulted."""
+    found = []
+
+    def visit(op):
+        if op.name == "llvm.call" and "callee" in op.attributes \
+                and str(op.attributes["callee"]) == "@malloc":
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            op.operation.walk(visit)
+    if found:
+        module.operation.attributes[HEAP_ATTRIBUTE] = ir.UnitAttr.get()
+
+
 def heap_bytes() -> tuple[int, bool]:
     """The device heap to reserve and whether exactly that: the size
     $NUMBA_MLIR_GPU_DEVICE_HEAP_MB says, else at least DEFAULT_HEAP_MB (a
