@@ -538,13 +538,14 @@ def render(results: dict) -> str:
             lines += ["Representative workload, best of the repeated calls after the first "
                       "(compilation excluded; first call shown apart):", "",
                       "| library | stock parallel=True s | ours s | stock / ours | first call "
-                      "stock s | first call ours s | paths (ours) |", "|---|---|---|---|---|---|---|"]
+                      "stock s | first call ours s | paths (ours) | machine, commit |",
+                      "|---|---|---|---|---|---|---|---|"]
             for name, b in data["bench"].items():
                 st, ou = b.get("stock", {}), b.get("ours", {})
                 lines.append(f"| {name} | {st.get('best_s', st.get('error'))} | "
                              f"{ou.get('best_s', ou.get('error'))} | {b.get('speedup')} | "
                              f"{st.get('first_call_s')} | {ou.get('first_call_s')} | "
-                             f"{ou.get('paths')} |")
+                             f"{ou.get('paths')} | {b.get('machine', '')}, {b.get('commit', '')} |")
             lines.append("")
     return "\n".join(lines)
 
@@ -614,6 +615,7 @@ def main(argv=None) -> int:
         if args.bench:
             data.setdefault("bench", {})[name] = b = bench(source, lib, args.target, args.repeat,
                                                            log_dir)
+            b.update(machine=data["machine"], commit=data["commit"])   # rows of other runs stay
             print(f"{name}: {json.dumps({k: v for k, v in b.items() if k != 'workload'})}",
                   flush=True)
             continue
