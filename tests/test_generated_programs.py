@@ -267,6 +267,67 @@ def f(x, A, out):
     assert P.run_program(P.generate(1009692), "cpu", 1009692).status == "pass"
 
 
+def dead_inner_loop_with_a_branch(x, alpha, out):
+    for i in prange(x.shape[0]):
+        c = 0.0
+        for j in range(i + 1):      # nothing reads c or t
+            if j % 2 == 0:
+                continue
+            c = max(c, 1.5)
+            t = 1.5 if 1.5 <= alpha else x[j]
+        out[i] = 2.0 * x[i]
+    return out
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "compile-only"])
+def test_bug_dead_inner_loop_with_a_branch_aborted_the_canonicalizer(target):
+    """Seed 20261127554 of the CPU campaign, shrunk: the canonicalizer erased
+    the dead inner loop (its body a multi-block region) and MLIR's eraseOp
+    asserted that an operation there still had uses; the process aborted.
+    compiler/dead_loops.py erases such loops first."""
+    import numpy as np
+    from .support import check
+    from .test_codegen import compile_only
+    args = (np.random.default_rng(5).random(23), 0.3, np.zeros(23))
+    if target == "compile-only":
+        compile_only(dead_inner_loop_with_a_branch, *args)
+    else:
+        check(dead_inner_loop_with_a_branch, *args, target=target)
+    assert P.run_program(P.generate(20261127554), "cpu", 20261127554).status == "pass"
+
+
+def test_loops_whose_values_are_used_or_stored_stay():
+    from numba_mlir_gpu._mlir import ir
+    from numba_mlir_gpu.compiler.dead_loops import erase_dead_loops
+    text = """
+    func.func @f(%m: memref<f64>, %n: index) -> f64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %z = arith.constant 0.0 : f64
+      %dead = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> f64 {
+        %v = memref.load %m[] : memref<f64>
+        %s = arith.addf %a, %v : f64
+        scf.yield %s : f64
+      }
+      %unused = arith.mulf %dead, %dead : f64
+      %used = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> f64 {
+        %s = arith.addf %a, %z : f64
+        scf.yield %s : f64
+      }
+      scf.for %i = %c0 to %n step %c1 {
+        memref.store %z, %m[] : memref<f64>
+      }
+      return %used : f64
+    }"""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        erase_dead_loops(module)
+        module.operation.verify()
+        kept = str(module)
+    assert kept.count("scf.for") == 2 and "arith.mulf" not in kept
+    assert "memref.store" in kept and "memref.load" not in kept
+
+
 def _aborts(prog, target, seed, sizes):
     import os
     os._exit(134)

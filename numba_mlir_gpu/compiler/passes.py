@@ -23,6 +23,7 @@ from ..targets.gpu.reduce import BARRIER_MARKER
 from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
 from .constant_slots import fold_constant_scalar_buffers
+from .dead_loops import erase_dead_loops
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
 from .deallocation import inside as _inside
@@ -45,7 +46,9 @@ from .toolkit import find_toolkit
 # region (a dead reduction in an inner loop with two `continue`s,
 # generated-program seed 1009692), cse's own erasure does not.
 _DEALLOCATION = [
-    "builtin.module(func.func(mem2reg,cse,canonicalize,cse),lift-cf-to-scf,"
+    "builtin.module(func.func(mem2reg,cse))",
+    erase_dead_loops,       # before canonicalize, which aborted erasing some (dead_loops.py)
+    "builtin.module(func.func(canonicalize,cse),lift-cf-to-scf,"
     "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification)",
     fresh_results_not_cloned,
     lower_general_deallocs,
