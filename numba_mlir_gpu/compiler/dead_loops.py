@@ -39,8 +39,8 @@ def _body_computes_only(loop) -> bool:
 
 
 def _dead_cone(loop) -> list | None:
-    """The computations fed by `loop`'s results, users before what they use,
-    if none of them is used by anything else; else None."""
+    """The computations fed by `loop`'s results, if nothing but them uses
+    those results and theirs; else None."""
     cone, pending = [], [loop]
     while pending:
         op = pending.pop()
@@ -48,9 +48,10 @@ def _dead_cone(loop) -> list | None:
             for use in result.uses:
                 user = use.owner
                 user = user.operation if hasattr(user, "operation") else user
-                if user.name in LOOPS or user.regions or not _computes_only(user) \
+                # yielded, branched on, stored, passed to a region: not dead
+                if user.regions or not _computes_only(user) \
                         or user.name.startswith(("cf.", "scf.")):
-                    return None     # yielded, branched on, stored: not dead
+                    return None
                 if user not in cone:
                     cone.append(user)
                     pending.append(user)
