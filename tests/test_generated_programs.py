@@ -328,6 +328,45 @@ def test_loops_whose_values_are_used_or_stored_stay():
     assert "memref.store" in kept and "memref.load" not in kept
 
 
+CONDITIONAL_MODULO_INDEX = """
+import numpy as np
+from numba import prange
+import numba_mlir_gpu
+
+def f(A, out):
+    n = A.shape[0]
+    for i in prange(n):
+        for j in range(A.shape[1]):
+            if 3.0 < A[0, j]:
+                if A[7 % n, 0] < 1.5:
+                    continue
+            out[i, j] = 1.5
+    return out
+
+A = np.random.default_rng(0).random((30, 30)) * 4
+got = numba_mlir_gpu.njit(target="cpu")(f)(A, np.zeros((30, 30)))
+print(bool(np.array_equal(got, f(A, np.zeros((30, 30))))))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="segfault in the JIT-ed CPU code, cause not found")
+def test_bug_conditional_modulo_index_in_an_inner_loop_segfaults_on_the_cpu():
+    """Seed 20261127671 of the CPU campaign, shrunk. The inner loop is made
+    parallel and collapsed with the prange; the JIT-ed task reads A at a
+    garbage base address where the first lane's `3.0 < A[0, j]` is false
+    (gdb: `vgatherdpd` in async_dispatch_fn_0). It crashes at LLVM -O1 too, not at
+    -O0, and not with boundscheck=True, 8 x 8 or 47 x 2. In a child process:
+    it kills the interpreter."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", CONDITIONAL_MODULO_INDEX], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.returncode
+
+
 def _aborts(prog, target, seed, sizes):
     import os
     os._exit(134)
