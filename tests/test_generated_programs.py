@@ -349,14 +349,16 @@ print(bool(np.array_equal(got, f(A, np.zeros((30, 30))))))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="segfault in the JIT-ed CPU code, cause not found")
+@pytest.mark.xfail(strict=True, reason="LLVM's vectorizer predicates the uniform `7 % n` on "
+                                       "lane 0 only (docs/testing.md)")
 def test_bug_conditional_modulo_index_in_an_inner_loop_segfaults_on_the_cpu():
     """Seed 20261127671 of the CPU campaign, shrunk. The inner loop is made
     parallel and collapsed with the prange; the JIT-ed task reads A at a
     garbage base address where the first lane's `3.0 < A[0, j]` is false
-    (gdb: `vgatherdpd` in async_dispatch_fn_0). It crashes at LLVM -O1 too, not at
-    -O0, and not with boundscheck=True, 8 x 8 or 47 x 2. In a child process:
-    it kills the interpreter."""
+    (gdb: `vgatherdpd` in async_dispatch_fn_0): LLVM's loop vectorizer computes
+    the invariant, unspeculatable `urem 7, n` only where lane 0 is on, then
+    gathers through it for every lane on. In a child process: it kills the
+    interpreter."""
     import os
     import subprocess
     import sys
