@@ -349,16 +349,13 @@ print(bool(np.array_equal(got, f(A, np.zeros((30, 30))))))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="LLVM's vectorizer predicates the uniform `7 % n` on "
-                                       "lane 0 only (docs/testing.md)")
-def test_bug_conditional_modulo_index_in_an_inner_loop_segfaults_on_the_cpu():
-    """Seed 20261127671 of the CPU campaign, shrunk. The inner loop is made
-    parallel and collapsed with the prange; the JIT-ed task reads A at a
-    garbage base address where the first lane's `3.0 < A[0, j]` is false
-    (gdb: `vgatherdpd` in async_dispatch_fn_0): LLVM's loop vectorizer computes
-    the invariant, unspeculatable `urem 7, n` only where lane 0 is on, then
-    gathers through it for every lane on. In a child process: it kills the
-    interpreter."""
+def test_bug_conditional_modulo_index_in_an_inner_loop_segfaulted_on_the_cpu():
+    """Seed 20261127671 of the CPU campaign, shrunk. LLVM's loop vectorizer
+    computed the invariant, unspeculatable `urem 7, n` only where lane 0's
+    condition held, then gathered through it for every lane whose condition
+    held: a segfault where lane 0's was false (gdb: `vgatherdpd` in
+    async_dispatch_fn_0). compiler/invariant_divisions.py computes such
+    divisions before the loop. In a child process: it killed the interpreter."""
     import os
     import subprocess
     import sys
@@ -367,6 +364,43 @@ def test_bug_conditional_modulo_index_in_an_inner_loop_segfaults_on_the_cpu():
     done = subprocess.run([sys.executable, "-c", CONDITIONAL_MODULO_INDEX], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "True", done.returncode
+
+
+def test_guarded_invariant_divisions_move_before_their_loop():
+    from numba_mlir_gpu._mlir import ir
+    from numba_mlir_gpu.compiler.invariant_divisions import hoist_invariant_divisions
+    text = """
+    func.func @f(%m: memref<?xi64>, %n: i64, %k: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %k step %c1 {
+        %x = memref.load %m[%i] : memref<?xi64>
+        %zero = arith.constant 0 : i64
+        %one = arith.constant 1 : i64
+        %c7 = arith.constant 7 : i64
+        %pos = arith.cmpi sgt, %x, %zero : i64
+        scf.if %pos {
+          %z = arith.cmpi eq, %n, %zero : i64
+          %d = arith.select %z, %one, %n : i64
+          %r = arith.remui %c7, %d : i64
+          %q = arith.divui %x, %d : i64
+          %s = arith.addi %r, %q : i64
+          %u = arith.remui %c7, %n : i64
+          memref.store %s, %m[%i] : memref<?xi64>
+          memref.store %u, %m[%c0] : memref<?xi64>
+        }
+      }
+      return
+    }"""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        hoist_invariant_divisions(module)
+        module.operation.verify()
+        moved = str(module)
+    before_loop, in_loop = moved.split("scf.for")
+    assert "arith.remui %c7_i64, %1" in before_loop and "arith.select" in before_loop
+    # the quotient depends on the loop; an unguarded remainder may trap: both stay
+    assert "arith.divui %3, %1" in in_loop and "arith.remui %c7_i64, %arg1" in in_loop
 
 
 def _aborts(prog, target, seed, sizes):

@@ -24,6 +24,7 @@ from ..targets.gpu.structured import schedule_reductions
 from .atomics import compare_exchanges, fences
 from .constant_slots import fold_constant_scalar_buffers
 from .dead_loops import erase_dead_loops
+from .invariant_divisions import hoist_invariant_divisions
 from .deallocation import (copies_of_views_as_loops, fresh_results_not_cloned,
                            lower_general_deallocs)
 from .deallocation import inside as _inside
@@ -86,6 +87,7 @@ def cpu_pipeline(threads: int) -> list:
     return [reductions_as_loops] + _DEALLOCATION + [
         compare_exchanges, fences, precise_libm_calls, f"builtin.module({_AFTER_DEALLOCATION})",
         copies_of_views_as_loops, drop_wraparound_of_nonnegative_indices,
+        hoist_invariant_divisions,      # LLVM's vectorizer mishandles them (invariant_divisions.py)
         "builtin.module(" + ",".join([
         f"async-parallel-for{{async-dispatch=true num-workers={threads} min-task-size=1}}",
         "async-to-async-runtime",

@@ -1,0 +1,139 @@
+"""Integer divisions and remainders that do not change in a loop, computed
+before it (CPU pipeline).
+
+LLVM speculates a division only by a non-zero constant. One whose operands do
+not change in a loop but which sits under a condition there (`A[7 % n, 0]`
+behind an `if`) stays in the loop, and LLVM's loop vectorizer then computes
+it only where lane 0's condition holds (a `pred.urem.if` block) and gathers
+through the result for every lane whose condition holds: a read through
+poison, which segfaulted (progen seed 20261127671, docs/testing.md).
+
+Our divisions cannot trap: rules/scalars._int_divisor gives each the
+divisor `select(b == 0 [or a == MIN and b == -1], 1, b)`. Such a division,
+with the pure computations of its operands, is moved in front of the
+innermost loop its operands do not depend on; computing it there when the
+condition is false changes nothing.
+"""
+from __future__ import annotations
+
+from .._mlir import ir
+
+DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+             "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
+LOOPS = ("scf.for", "scf.while", "scf.parallel")
+# pure computations a guarded divisor is made of
+_PURE = ("arith.constant", "arith.select", "arith.cmpi", "arith.ori", "arith.andi",
+         "arith.xori", "arith.addi", "arith.subi", "arith.muli", "arith.maxsi",
+         "arith.minsi", "arith.maxui", "arith.minui", "arith.index_cast", "arith.extsi",
+         "arith.extui", "arith.trunci", "arith.shli", "arith.shrsi", "arith.shrui")
+
+
+def _defining_op(value):
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.OpView) else \
+        owner if isinstance(owner, ir.Operation) else None
+
+
+def _constant(value):
+    op = _defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def _is_cmp_eq(value, operand, constant) -> bool:
+    op = _defining_op(value)
+    if op is None or op.name != "arith.cmpi" or op.attributes["predicate"].value != 0:
+        return False
+    a, b = op.operands
+    return (a == operand and _constant(b) == constant) or \
+        (b == operand and _constant(a) == constant)
+
+
+def _guarded(division) -> bool:
+    """Is the divisor `select(guard, 1, b)` with a guard that covers every
+    trap of this division?"""
+    dividend, divisor = division.operands
+    select = _defining_op(divisor)
+    if select is None or select.name != "arith.select" or _constant(select.operands[1]) != 1:
+        return False
+    guard, b = select.operands[0], select.operands[2]
+    if _is_cmp_eq(guard, b, 0):
+        # b != 0; a signed division may still overflow, unless the dividend is not MIN
+        if not division.name.endswith(("si",)):
+            return True
+        value = _constant(dividend)
+        width = dividend.type.width if isinstance(dividend.type, ir.IntegerType) else 64
+        return value is not None and value != -2 ** (width - 1)
+    either = _defining_op(guard)
+    if either is None or either.name != "arith.ori":
+        return False
+    zero, overflow = either.operands
+    if not _is_cmp_eq(zero, b, 0):
+        zero, overflow = overflow, zero
+    both = _defining_op(overflow)
+    if not _is_cmp_eq(zero, b, 0) or both is None or both.name != "arith.andi":
+        return False
+    return any(_is_cmp_eq(v, b, -1) for v in both.operands)
+
+
+def _inside(op, region_owner) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent == region_owner:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _defined_inside(value, loop) -> bool:
+    op = _defining_op(value)
+    if op is not None:
+        return op == loop or _inside(op, loop)
+    block_owner = value.owner.owner      # a block argument: the block's operation
+    return block_owner == loop or _inside(block_owner, loop)
+
+
+def _cone(op, loop, cone: list) -> bool:
+    """Collect the pure operations inside `loop` that `op`'s operands come
+    from (operands first); False if one of them is not pure or depends on
+    something that changes in the loop."""
+    for value in op.operands:
+        if not _defined_inside(value, loop):
+            continue
+        source = _defining_op(value)
+        if source is None or source.name not in _PURE or source.regions:
+            return False
+        if source not in cone:
+            if not _cone(source, loop, cone):
+                return False
+            cone.append(source)
+    return True
+
+
+def _innermost_loop(op):
+    parent = op.parent
+    while parent is not None and parent.name not in LOOPS:
+        parent = parent.parent
+    return parent
+
+
+def hoist_invariant_divisions(module: ir.Module) -> None:
+    divisions = []
+
+    def visit(op):
+        if op.name in DIVISIONS:
+            divisions.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit, ir.WalkOrder.POST_ORDER)
+    for division in divisions:
+        while True:     # out of every loop it does not depend on, innermost first
+            loop = _innermost_loop(division)
+            if loop is None or not _guarded(division):
+                break
+            cone: list = []
+            if not _cone(division, loop, cone):
+                break
+            for op in cone + [division]:
+                op.move_before(loop)
