@@ -343,9 +343,24 @@ def f(A, out):
             out[i, j] = 1.5
     return out
 
+def g(x, A, out):
+    # n read from its slot in the nested prange, behind a short-circuit `and`
+    n = x.shape[0]
+    v = x * 0.25
+    for i in prange(n):
+        for j in prange(A.shape[1]):
+            if 3.0 < A[i, j]:
+                if v[i] > 0.0 and A[7 % n, j] < 1.25:
+                    continue
+            out[i, j] = 0.5
+    return out
+
 A = np.random.default_rng(0).random((30, 30)) * 4
+x = np.random.default_rng(1).random(30) - 0.5
 got = numba_mlir_gpu.njit(target="cpu")(f)(A, np.zeros((30, 30)))
-print(bool(np.array_equal(got, f(A, np.zeros((30, 30))))))
+ok = np.array_equal(got, f(A, np.zeros((30, 30))))
+got = numba_mlir_gpu.njit(target="cpu")(g)(x, A, np.zeros((30, 30)))
+print(bool(ok and np.array_equal(got, g(x, A, np.zeros((30, 30))))))
 """
 
 

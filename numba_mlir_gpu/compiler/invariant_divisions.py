@@ -10,9 +10,10 @@ poison, which segfaulted (progen seed 20261127671, docs/testing.md).
 
 Our divisions cannot trap: rules/scalars._int_divisor gives each the
 divisor `select(b == 0 [or a == MIN and b == -1], 1, b)`. Such a division,
-with the pure computations of its operands, is moved in front of the
-innermost loop its operands do not depend on; computing it there when the
-condition is false changes nothing.
+with the pure computations of its operands (and reads of variable slots the
+loop does not write), is moved in front of the innermost loop its operands
+do not depend on; computing it there when the condition is false changes
+nothing.
 """
 from __future__ import annotations
 
@@ -103,12 +104,31 @@ def _cone(op, loop, cone: list) -> bool:
         if not _defined_inside(value, loop):
             continue
         source = _defining_op(value)
-        if source is None or source.name not in _PURE or source.regions:
+        if source is None or source.regions or not (
+                source.name in _PURE or _unchanged_slot_read(source, loop)):
             return False
         if source not in cone:
             if not _cone(source, loop, cone):
                 return False
             cone.append(source)
+    return True
+
+
+def _unchanged_slot_read(op, loop) -> bool:
+    """A read of a variable's slot (a 0-d `memref.alloca` made outside
+    `loop`) that nothing in `loop` writes: the same value on every iteration
+    (a divisor the lowering left in its slot, as `n` of a nested prange)."""
+    if op.name != "memref.load" or len(op.operands) != 1:
+        return False
+    slot = op.operands[0]
+    made = _defining_op(slot)
+    if made is None or made.name != "memref.alloca" or _inside(made, loop):
+        return False
+    for use in slot.uses:
+        user = use.owner
+        user = user.operation if isinstance(user, ir.OpView) else user
+        if user.name != "memref.load" and _inside(user, loop):
+            return False        # stored, or handed on, inside the loop
     return True
 
 
