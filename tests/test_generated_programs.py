@@ -296,8 +296,17 @@ def test_bug_dead_inner_loop_with_a_branch_aborted_the_canonicalizer(target):
     assert P.run_program(P.generate(20261127554), "cpu", 20261127554).status == "pass"
 
 
-def test_loops_whose_values_are_used_or_stored_stay():
+def _rewritten(text: str, rewrite) -> str:
+    """`text` (MLIR) parsed, rewritten by a Python stage, verified, printed."""
     from numba_mlir_gpu._mlir import ir
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        rewrite(module)
+        module.operation.verify()
+        return str(module)
+
+
+def test_loops_whose_values_are_used_or_stored_stay():
     from numba_mlir_gpu.compiler.dead_loops import erase_dead_loops
     text = """
     func.func @f(%m: memref<f64>, %n: index) -> f64 {
@@ -319,11 +328,7 @@ def test_loops_whose_values_are_used_or_stored_stay():
       }
       return %used : f64
     }"""
-    with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        erase_dead_loops(module)
-        module.operation.verify()
-        kept = str(module)
+    kept = _rewritten(text, erase_dead_loops)
     assert kept.count("scf.for") == 2 and "arith.mulf" not in kept
     assert "memref.store" in kept and "memref.load" not in kept
 
@@ -382,7 +387,6 @@ def test_bug_conditional_modulo_index_in_an_inner_loop_segfaulted_on_the_cpu():
 
 
 def test_guarded_invariant_divisions_move_before_their_loop():
-    from numba_mlir_gpu._mlir import ir
     from numba_mlir_gpu.compiler.invariant_divisions import hoist_invariant_divisions
     text = """
     func.func @f(%m: memref<?xi64>, %n: i64, %k: index) {
@@ -407,11 +411,7 @@ def test_guarded_invariant_divisions_move_before_their_loop():
       }
       return
     }"""
-    with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        hoist_invariant_divisions(module)
-        module.operation.verify()
-        moved = str(module)
+    moved = _rewritten(text, hoist_invariant_divisions)
     before_loop, in_loop = moved.split("scf.for")
     assert "arith.remui %c7_i64, %1" in before_loop and "arith.select" in before_loop
     # the quotient depends on the loop; an unguarded remainder may trap: both stay

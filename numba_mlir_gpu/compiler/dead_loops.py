@@ -15,6 +15,7 @@ the loop's results feed only such computations, which nothing else uses.
 from __future__ import annotations
 
 from .._mlir import ir
+from .deallocation import nested_in, operations
 
 LOOPS = ("scf.for", "scf.while")
 _PURE_PREFIXES = ("arith.", "math.", "index.", "cf.", "scf.")
@@ -59,16 +60,11 @@ def _dead_cone(loop) -> list | None:
 
 
 def erase_dead_loops(module: ir.Module) -> None:
-    loops = []
-
-    def visit(op):
-        if op.name in LOOPS:
-            loops.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    # outer loops before the loops inside them (a post-order walk, reversed)
+    loops = operations(module, lambda op: op.name in LOOPS)[::-1]
     # the loops enclosing each, known before anything is erased (an erased
     # operation must not be touched again); `loops` keeps the ids unique
-    enclosing = [{id(other) for other in loops[:i] if _encloses(other, loop)}
+    enclosing = [{id(other) for other in loops[:i] if nested_in(loop, other)}
                  for i, loop in enumerate(loops)]
     erased: set = set()
     for loop, outer in zip(loops, enclosing):   # outer loops first: they take their inner ones
@@ -82,14 +78,6 @@ def erase_dead_loops(module: ir.Module) -> None:
         erased.add(id(loop))
         loop.erase()
 
-
-def _encloses(outer, op) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent == outer:
-            return True
-        parent = parent.parent
-    return False
 
 
 def _users_first(cone: list) -> list:

@@ -140,6 +140,24 @@ def inside(op, name: str) -> bool:
     return False
 
 
+def nested_in(op, ancestor) -> bool:
+    """Is `op` nested (at any depth) in the operation `ancestor`?"""
+    parent = op.parent
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def defined_in(value: ir.Value, ancestor) -> bool:
+    """Is `value` made by `ancestor` or inside it (a result, or an argument
+    of one of its blocks)?"""
+    owner = value.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner
+    return op == ancestor or nested_in(op, ancestor)
+
+
 def operations(module: ir.Module, wanted) -> list:
     """The operations of `module` for which `wanted(op)` holds (collected
     first, so that the caller may replace them)."""

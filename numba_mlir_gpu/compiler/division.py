@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .._mlir import arith, ir, math, memref, scf
 from ..lowering.fastmath import operation_flags
-from .deallocation import inside, operations
+from .deallocation import defined_in, inside, nested_in, operations
 
 _LOOPS = frozenset({"scf.for", "scf.while", "scf.parallel"})
 _FUNCTIONS = frozenset({"func.func", "gpu.func", "gpu.module", "builtin.module"})
@@ -81,22 +81,6 @@ def _variable_slot(value: ir.Value):
     return slot
 
 
-def _within(op, loop) -> bool:
-    """Is `op` (an operation) nested in `loop`?"""
-    parent = op.parent
-    while parent is not None:
-        if parent == loop:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _defined_within(value: ir.Value, loop) -> bool:
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner
-    return op == loop or _within(op, loop)
-
-
 def _outermost_invariant_loop(op, divisor: ir.Value, slot):
     """The outermost loop around `op` in which the divisor keeps its value
     (defined outside it; a slot: stored nowhere in it), or None."""
@@ -105,10 +89,10 @@ def _outermost_invariant_loop(op, divisor: ir.Value, slot):
     found, parent = None, op.parent
     while parent is not None and parent.name not in _FUNCTIONS:
         if parent.name in _LOOPS:
-            if slot is None and _defined_within(divisor, parent):
+            if slot is None and defined_in(divisor, parent):
                 break
-            if slot is not None and (_defined_within(slot, parent)
-                                     or any(_within(store, parent) for store in stores)):
+            if slot is not None and (defined_in(slot, parent)
+                                     or any(nested_in(store, parent) for store in stores)):
                 break
             found = parent
         parent = parent.parent

@@ -18,6 +18,7 @@ nothing.
 from __future__ import annotations
 
 from .._mlir import ir
+from .deallocation import defined_in, nested_in, operations
 
 DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
              "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
@@ -79,29 +80,12 @@ def _guarded(division) -> bool:
     return any(_is_cmp_eq(v, b, -1) for v in both.operands)
 
 
-def _inside(op, region_owner) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent == region_owner:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _defined_inside(value, loop) -> bool:
-    op = _defining_op(value)
-    if op is not None:
-        return op == loop or _inside(op, loop)
-    block_owner = value.owner.owner      # a block argument: the block's operation
-    return block_owner == loop or _inside(block_owner, loop)
-
-
 def _cone(op, loop, cone: list) -> bool:
     """Collect the pure operations inside `loop` that `op`'s operands come
     from (operands first); False if one of them is not pure or depends on
     something that changes in the loop."""
     for value in op.operands:
-        if not _defined_inside(value, loop):
+        if not defined_in(value, loop):
             continue
         source = _defining_op(value)
         if source is None or source.regions or not (
@@ -122,12 +106,12 @@ def _unchanged_slot_read(op, loop) -> bool:
         return False
     slot = op.operands[0]
     made = _defining_op(slot)
-    if made is None or made.name != "memref.alloca" or _inside(made, loop):
+    if made is None or made.name != "memref.alloca" or nested_in(made, loop):
         return False
     for use in slot.uses:
         user = use.owner
         user = user.operation if isinstance(user, ir.OpView) else user
-        if user.name != "memref.load" and _inside(user, loop):
+        if user.name != "memref.load" and nested_in(user, loop):
             return False        # stored, or handed on, inside the loop
     return True
 
@@ -140,14 +124,7 @@ def _innermost_loop(op):
 
 
 def hoist_invariant_divisions(module: ir.Module) -> None:
-    divisions = []
-
-    def visit(op):
-        if op.name in DIVISIONS:
-            divisions.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit, ir.WalkOrder.POST_ORDER)
-    for division in divisions:
+    for division in operations(module, lambda op: op.name in DIVISIONS):
         while True:     # out of every loop it does not depend on, innermost first
             loop = _innermost_loop(division)
             if loop is None or not _guarded(division):
