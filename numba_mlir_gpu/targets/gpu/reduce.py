@@ -151,10 +151,13 @@ def block_combine(reductions, values: list, thread: ir.Value, threads: ir.Value)
     The block has `threads` threads, a multiple of the warp size up to
     MAX_WARPS warps. A butterfly of xor shuffles combines each warp (every
     lane ends with the warp's value); lane 0 of each warp stores it in
-    shared memory; after a barrier every thread reads warp `lane mod warps`
-    and a second butterfly, over `warps` lanes, combines the warps. The
-    pattern depends only on the block size, so the result is the same bits
-    on every run. A barrier at the end lets the slots be used again."""
+    shared memory; after a barrier every thread reads warp `lane mod p`, p
+    the least power of two >= warps (the identities where there is no such
+    warp: a butterfly pairs lanes by xor, so with 3 warps and no padding
+    lane 0 got 2 * w0 + w1 + w2), and a second butterfly, over p lanes,
+    combines the warps. The pattern depends only on the block size, so the
+    result is the same bits on every run. A barrier at the end lets the
+    slots be used again."""
     lane = arith.RemUIOp(thread, const_index(WARP)).result
     warp = arith.DivUIOp(thread, const_index(WARP)).result
     warps = arith.DivUIOp(threads, const_index(WARP)).result
@@ -166,11 +169,25 @@ def block_combine(reductions, values: list, thread: ir.Value, threads: ir.Value)
             store_value(value, slot, [warp])
         scf.YieldOp([])
     barrier()
-    which = arith.RemUIOp(lane, warps).result
-    values = [load_value(slot, [which], v.type) for slot, v in zip(slots, values)]
-    values = _butterfly(reductions, values, MAX_WARPS, active=warps)
+    lanes = power_of_two_at_least(warps)
+    which = arith.RemUIOp(lane, lanes).result
+    present = cmpi("ult", which, warps)
+    identities = [v for red in reductions for v in red.identity_values()]
+    values = [select(present, load_value(slot, [which], v.type), identity)
+              for slot, v, identity in zip(slots, values, identities)]
+    values = _butterfly(reductions, values, MAX_WARPS, active=lanes)
     barrier()
     return values
+
+
+def power_of_two_at_least(count: ir.Value) -> ir.Value:
+    """The least power of two >= `count`, for counts up to MAX_WARPS."""
+    power, p = const_index(1), 1
+    while p < MAX_WARPS:
+        more = cmpi("ugt", count, power)
+        power = arith.SelectOp(more, arith.ShLIOp(power, const_index(1)).result, power).result
+        p *= 2
+    return power
 
 
 def shared_bytes(values: int) -> int:

@@ -64,6 +64,9 @@ BODY_UNROLL = 8
 # 1: the unrolled iterations' loads issued before the earlier iterations'
 # stores (early_loads.py); 0 for comparison
 BODY_EARLY_LOADS = 1
+# block sizes for which such a body gets a kernel of its own, with the size a
+# constant (chunks.specialize_block_size)
+BODY_SPECIALIZED_THREADS = (32, 64, 128)
 
 # scatter updates into a small array (privatize.py): a copy per block in
 # shared memory while the copies fit

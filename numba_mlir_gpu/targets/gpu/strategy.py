@@ -141,14 +141,16 @@ class GPUStrategy(CPUStrategy):
         scratch memory). Threads: one per element of the largest
         accumulator, and one per BODY_ITEMS_PER_THREAD iterations of the
         longest inner loop (all a block holds when the host cannot tell an
-        inner loop's length), from one warp to BODY_MAX_THREADS, or more
-        when the chunks are too few to fill the GPU (chunks.most_threads)."""
+        inner loop's length), rounded up to 1, 2, 4, ... warps, from one warp
+        to BODY_MAX_THREADS, or more when the chunks are too few to fill the
+        GPU (chunks.most_threads)."""
         largest = const_index(1)        # no accumulators and no inner loops: one warp
         per_thread = const_index(schedules.BODY_ITEMS_PER_THREAD)
         for size in sizes + [arith.CeilDivUIOp(t, per_thread).result if t is not None
                              else const_index(MAX_THREADS) for t in inner_trips]:
             largest = arith.MaxUIOp(largest, size).result
-        return launch_chunks(lw, total, chunks, block_threads(largest, most_threads(chunks)), chunk)
+        threads = block_threads(largest, most_threads(chunks), whole_powers=True)
+        return launch_chunks(lw, total, chunks, threads, chunk)
 
 
 def _may_miss(lw, stops: list, extents) -> ir.Value:
