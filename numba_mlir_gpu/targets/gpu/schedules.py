@@ -14,7 +14,9 @@ Families:
   loops, array reductions, bodies making arrays; chunks.py): from one warp
   up to BODY_MAX_THREADS threads (more when the blocks are too few to give
   the GPU BODY_FILL_THREADS threads), a thread per BODY_ITEMS_PER_THREAD
-  iterations of the longest inner loop, inner loops unrolled BODY_UNROLL times,
+  iterations of the longest inner loop (1, 2 or 4 warps, each such size
+  with a kernel of its own: BODY_SPECIALIZED_THREADS), inner loops unrolled
+  BODY_UNROLL times,
   at most parallel/array_reductions.MAX_CHUNKS blocks; a body whose inner
   loops are all shorter than a warp, or a loop of BODY_FLAT_ITERATIONS
   iterations or more, runs one iteration per thread instead;
