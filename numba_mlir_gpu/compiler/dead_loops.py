@@ -79,7 +79,6 @@ def erase_dead_loops(module: ir.Module) -> None:
         loop.erase()
 
 
-
 def _users_first(cone: list) -> list:
     """`cone` ordered so that each operation comes before the ones it uses
     (they are in one block or nested regions: reverse order of discovery

@@ -30,13 +30,12 @@ import sys
 import time
 import traceback
 import warnings
-
-from ..frontend.wrapper import CompileOnlyError
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from ..frontend.wrapper import CompileOnlyError
 from .isolated import run_isolated
 
 # --------------------------------------------------------------------------------------

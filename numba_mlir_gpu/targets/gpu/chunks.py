@@ -204,7 +204,7 @@ def specialize_block_size(launch: ir.Operation, threads: ir.Value, sizes: tuple)
             body = copy.regions[0].blocks[0]
             with ir.InsertionPoint.at_block_begin(body):
                 constant = const_index(size)
-            body.arguments[9].replace_all_uses_with(constant)
+            body.arguments[9].replace_all_uses_with(constant)     # blockDim.x, as in launch_chunks
         with ir.InsertionPoint(switch.default_block):
             yield_op = scf.YieldOp([])
         launch.move_before(yield_op)
