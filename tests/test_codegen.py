@@ -58,6 +58,19 @@ def test_float32_sqrt_and_division_are_ieee_in_ptx():
     assert "approx" not in ptx
 
 
+def test_int64_elements_move_as_64_bit_words():
+    """Kernels are translated to LLVM IR with NVPTX's data layout: with
+    LLVM's default one an i64 is 4-aligned, and each int64 load and store
+    was split into two 32-bit ones (passes.nvptx_data_layout)."""
+    def f(x, out):
+        for i in prange(x.shape[0]):
+            out[i] = x[i] * 3
+    x = np.ones(1000, np.int64)
+    ptx = all_ptx(compile_only(f, x, x.copy()))
+    assert re.search(r"ld\.global(\.nc)?\.b64", ptx) and "st.global.b64" in ptx
+    assert not re.search(r"(ld|st)\.global(\.nc)?\.b32", ptx)
+
+
 def test_reduction_kernels_are_deterministic():
     fn = compile_only(sum_reduction, np.ones(16))
     ptx = all_ptx(fn)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .._mlir import ir
 from .deallocation import defined_in, nested_in, operations
+from .nonnegative import defining_op
 
 DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
              "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
@@ -30,14 +31,8 @@ _PURE = ("arith.constant", "arith.select", "arith.cmpi", "arith.ori", "arith.and
          "arith.extui", "arith.trunci", "arith.shli", "arith.shrsi", "arith.shrui")
 
 
-def _defining_op(value):
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView) else \
-        owner if isinstance(owner, ir.Operation) else None
-
-
 def _constant(value):
-    op = _defining_op(value)
+    op = defining_op(value)
     if op is None or op.name != "arith.constant":
         return None
     attr = op.attributes["value"]
@@ -45,7 +40,7 @@ def _constant(value):
 
 
 def _is_cmp_eq(value, operand, constant) -> bool:
-    op = _defining_op(value)
+    op = defining_op(value)
     if op is None or op.name != "arith.cmpi" or op.attributes["predicate"].value != 0:
         return False
     a, b = op.operands
@@ -57,7 +52,7 @@ def _guarded(division) -> bool:
     """Is the divisor `select(guard, 1, b)` with a guard that covers every
     trap of this division?"""
     dividend, divisor = division.operands
-    select = _defining_op(divisor)
+    select = defining_op(divisor)
     if select is None or select.name != "arith.select" or _constant(select.operands[1]) != 1:
         return False
     guard, b = select.operands[0], select.operands[2]
@@ -68,13 +63,13 @@ def _guarded(division) -> bool:
         value = _constant(dividend)
         width = dividend.type.width if isinstance(dividend.type, ir.IntegerType) else 64
         return value is not None and value != -2 ** (width - 1)
-    either = _defining_op(guard)
+    either = defining_op(guard)
     if either is None or either.name != "arith.ori":
         return False
     zero, overflow = either.operands
     if not _is_cmp_eq(zero, b, 0):
         zero, overflow = overflow, zero
-    both = _defining_op(overflow)
+    both = defining_op(overflow)
     if not _is_cmp_eq(zero, b, 0) or both is None or both.name != "arith.andi":
         return False
     return any(_is_cmp_eq(v, b, -1) for v in both.operands)
@@ -87,7 +82,7 @@ def _cone(op, loop, cone: list) -> bool:
     for value in op.operands:
         if not defined_in(value, loop):
             continue
-        source = _defining_op(value)
+        source = defining_op(value)
         if source is None or source.regions or not (
                 source.name in _PURE or _unchanged_slot_read(source, loop)):
             return False
@@ -105,7 +100,7 @@ def _unchanged_slot_read(op, loop) -> bool:
     if op.name != "memref.load" or len(op.operands) != 1:
         return False
     slot = op.operands[0]
-    made = _defining_op(slot)
+    made = defining_op(slot)
     if made is None or made.name != "memref.alloca" or nested_in(made, loop):
         return False
     for use in slot.uses:

@@ -42,7 +42,7 @@ def drop_wraparound_of_nonnegative_indices(module: ir.Module) -> None:
             select.erase()
 
 
-def _defining_op(value: ir.Value):
+def defining_op(value: ir.Value):
     """The operation that defines `value`, or None for a block argument."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
@@ -52,7 +52,7 @@ def _is_wraparound(op) -> bool:
     """select(v < 0, _, v)."""
     if op.name != "arith.select":
         return False
-    compare = _defining_op(op.operands[0])
+    compare = defining_op(op.operands[0])
     if compare is None or compare.name != "arith.cmpi":
         return False
     return (ir.IntegerAttr(compare.attributes["predicate"]).value == _SLT
@@ -71,7 +71,7 @@ def _non_negative(value: ir.Value, seen: dict, depth: int) -> bool:
 
 
 def _decide(value: ir.Value, seen: dict, depth: int) -> bool:
-    owner = _defining_op(value)
+    owner = defining_op(value)
     if owner is None:
         return _counter(ir.BlockArgument(value), value.owner, seen, depth)
     name = owner.name
@@ -113,7 +113,7 @@ def _counter(argument: ir.BlockArgument, block: ir.Block, seen: dict, depth: int
 
 def integer_constant(value: ir.Value):
     """The integer an arith.constant defines, or None."""
-    owner = _defining_op(value)
+    owner = defining_op(value)
     if owner is None or owner.name != "arith.constant":
         return None
     attribute = owner.attributes["value"]

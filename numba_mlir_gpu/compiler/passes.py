@@ -33,6 +33,7 @@ from .division import reciprocal_division_in_kernels
 from .fp64 import truncate_fp64
 from .gpu_binaries import assemble, ptx_features
 from .launch import TileParallelLoops
+from .narrow_counters import narrow_while_counters
 from .nonnegative import drop_wraparound_of_nonnegative_indices
 from .toolkit import find_toolkit
 
@@ -188,10 +189,12 @@ def gpu_pipeline(options: GPUOptions) -> list:
         issue_loads_early,
         copies_of_views_as_loops,
         drop_wraparound_of_nonnegative_indices, tile,
-        outline, drop_kernel_functions, *([truncate_fp64] if o.truncate_fp64 else []),
+        outline, drop_kernel_functions, narrow_while_counters,
+        *([truncate_fp64] if o.truncate_fp64 else []),
         reciprocal_division_in_kernels, ieee_sqrt_in_kernels,
         precise_libm_calls,
-        *([contract_in_kernels] if o.contract else []), to_llvm, mark_kernels_that_allocate,
+        *([contract_in_kernels] if o.contract else []), nvptx_data_layout, to_llvm,
+        mark_kernels_that_allocate,
         # the kernels' poison too, before LLVM compiles them
         zero_for_poison, binaries, *sass, zero_for_poison]
 
@@ -200,6 +203,19 @@ def gpu_pipeline(options: GPUOptions) -> list:
 # outlining, their copies in the GPU modules are the ones used; the host's
 # are dropped (they hold GPU-only operations: shared memory, shuffles).
 KERNEL_FUNCTION_ATTR = "numba_mlir_gpu.kernel_function"
+
+
+# NVPTX's data layout (LLVM's NVPTXTargetMachine). gpu-module-to-binary sets
+# it only after translating to LLVM IR, and the translation gives each load
+# and store the ABI alignment of LLVM's default layout, where an i64 is
+# 4-aligned: every int64 load and store of a kernel became two 32-bit ones.
+NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+
+
+def nvptx_data_layout(module) -> None:
+    """Each GPU module translated to LLVM IR with NVPTX's data layout."""
+    for op in _ops(module, lambda op: op.name == "gpu.module"):
+        op.attributes["llvm.data_layout"] = ir.StringAttr.get(NVPTX_DATA_LAYOUT)
 
 
 def drop_kernel_functions(module) -> None:
