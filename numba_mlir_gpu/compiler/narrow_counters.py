@@ -75,33 +75,27 @@ def _counters(loop: ir.Operation) -> list[_Counter]:
         if argument.type != i64 or start is None or not _I32_MIN <= start <= _I32_MAX - _MAX_STEP:
             continue
         for q, value in enumerate(forwarded):
-            counter = _increment_then_test(loop, p, q, value, yielded[p]) or \
-                _test_then_increment(loop, p, q, value, yielded[p])
+            counter = _counter_at(loop, p, q, value, yielded[p])
             if counter:
                 found.append(counter)
                 break
     return found
 
 
-def _increment_then_test(loop, p: int, q: int, value: ir.Value, yielded: ir.Value):
-    """before: x = counter + step, tested and forwarded; do: x passed back
-    as it is (the shape of CPython's rotated `while` loops)."""
+def _counter_at(loop, p: int, q: int, value: ir.Value, yielded: ir.Value):
+    """The counter that `before` argument p is, forwarded at q (as `value`,
+    passed back to p as `yielded`), in either shape: incremented in `before`
+    (x = counter + step tested and forwarded, then passed back as it is: the
+    shape of CPython's rotated `while` loops) or in `do` (the counter tested
+    and forwarded, counter + step passed back); None if it is neither."""
     before, after = (region.blocks[0] for region in loop.regions)
-    add = defining_op(value)
-    step = _step_of(add, before.arguments[p])
-    if step is None or add.parent != loop or yielded != after.arguments[q]:
-        return None
-    return _tested(loop, value, _Counter(p, q, add, None, 0, step))
-
-
-def _test_then_increment(loop, p: int, q: int, value: ir.Value, yielded: ir.Value):
-    """before: the counter tested and forwarded; do: counter + step passed back."""
-    before, after = (region.blocks[0] for region in loop.regions)
-    add = defining_op(yielded)
-    step = _step_of(add, after.arguments[q])
-    if step is None or add.parent != loop or value != before.arguments[p]:
-        return None
-    return _tested(loop, value, _Counter(p, q, add, None, 0, step))
+    shapes = ((defining_op(value), before.arguments[p], yielded, after.arguments[q]),
+              (defining_op(yielded), after.arguments[q], value, before.arguments[p]))
+    for add, counter, passed, unchanged in shapes:
+        step = _step_of(add, counter)
+        if step is not None and add.parent == loop and passed == unchanged:
+            return _tested(loop, value, _Counter(p, q, add, None, 0, step))
+    return None
 
 
 def _step_of(add, counter: ir.Value):
