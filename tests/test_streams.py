@@ -200,6 +200,44 @@ def test_threads_with_their_own_streams(cp):
     assert results == {k: (k + 20.0, k + 20.0) for k in range(4)}
 
 
+SPIN_COPY = r"""
+extern "C" __global__ void spin_then_copy(const float *x, float *y, long long cycles, int n) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+"""
+
+
+@pytest.mark.gpu
+def test_a_result_dropped_after_the_call_is_freed_in_its_streams_order(cp):
+    """A result that dies outside any call is freed on the stream its call
+    ran on, after the kernels queued there that still read it. It was freed
+    on the legacy default stream, which does not wait for a non-blocking
+    stream: the memory pool gave the memory to the next allocation there
+    while a kernel still had to read it (the flaky threads test below)."""
+    f = numba_mlir_gpu.njit(target="gpu")(add_one)
+    f(cp.zeros(N, dtype=cp.float32))
+    copy = cp.RawKernel(SPIN_COPY, "spin_then_copy")
+    six = cp.full(N, 6.0, dtype=cp.float32)
+    for _ in range(3):          # before the fix, the first try often passed
+        mine = cp.cuda.Stream(non_blocking=True)
+        with mine:
+            y = f(cp.zeros(N, dtype=cp.float32))    # ones, allocated on `mine`
+            z = cp.zeros(N, dtype=cp.float32)
+            copy((N // 256,), (256,), (y, z, np.int64(SPIN_CYCLES), np.int32(N)))
+        del y                                       # outside any call
+        # allocations of the same size on the legacy default stream, which
+        # does not wait for `mine`: the pool reuses a block freed there at once
+        ws = [f(six) for _ in range(16)]
+        cp.cuda.Stream.null.synchronize()
+        mine.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(z), np.ones(N, np.float32))
+        for w in ws:
+            np.testing.assert_array_equal(cp.asnumpy(w), np.full(N, 7.0, np.float32))
+
+
 @pytest.mark.gpu
 def test_torch_current_stream():
     torch = pytest.importorskip("torch")

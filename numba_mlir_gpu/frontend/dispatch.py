@@ -41,7 +41,8 @@ from numba.core.registry import CPUDispatcher
 from ..runtime.device_arrays import _CUPY_TYPES, _TYPES
 from ..runtime.cuda import current_device, device_count, primary_context, swap_context
 from ..runtime.devices import data_device, several_devices
-from ..runtime.streams import check_option, set_thread_stream, stream_handle, thread_stream
+from ..runtime.streams import (check_option, given_stream, set_thread_stream, stream_handle,
+                                thread_stream)
 from .pipeline import pinned_pipeline
 
 # Numbers typed as numba.typeof types them (Python ints are not here: their
@@ -86,13 +87,18 @@ class DeviceArrayDispatcher(CPUDispatcher):
 
     def _on_stream(self, stream, device: Optional[int], args: tuple, kws: dict):
         handle = stream_handle(stream, device)
-        if handle == thread_stream():
-            return self._call(args, kws)
-        previous = set_thread_stream(handle)
+        if isinstance(stream, (str, int, type(None))):
+            if handle == thread_stream():
+                return self._call(args, kws)
+            stream = None
+        # a stream object given to the call: the arrays it returns keep it
+        # alive until they are freed on it (device_arrays.FreedOnItsStream)
+        previous, previous_given = set_thread_stream(handle), given_stream(stream)
         try:
             return self._call(args, kws)
         finally:
             set_thread_stream(previous)
+            given_stream(previous_given)
 
     def _call(self, args: tuple, kws: dict):
         if not kws:

@@ -22,7 +22,7 @@ from numba.core.extending import NativeValue, box, typeof_impl, unbox
 from numba.np.arrayobj import populate_array
 from numba.core.typing.typeof import Purpose
 
-from .streams import thread_stream
+from .streams import set_thread_stream, stream_object, thread_stream
 
 
 class DeviceArrayType(types.Array):
@@ -227,9 +227,40 @@ def _c_strides(builder, shape, itemsize: int) -> list:
     return strides
 
 
+class FreedOnItsStream:
+    """What a call's result array holds on to: Numba's MemInfo of its memory,
+    released, when the last array over it dies, with the thread's stream set
+    to the one the call ran on. The runtime frees device memory in the order
+    of the thread's stream (nmg_free), which outside a call is the legacy
+    default stream, and that does not wait for a non-blocking stream's
+    kernels: one still reading the array raced with whatever the memory pool
+    gave the memory to next (tests/test_streams.py). The stream's object
+    (the call's `stream=` or the current CuPy or PyTorch stream) is kept
+    until then: the stream dies with it. A stream passed as a number must
+    outlive the arrays the call returns."""
+    __slots__ = ("_meminfo", "_stream", "_stream_object")
+
+    def __init__(self, meminfo):
+        self._meminfo = meminfo
+        self._stream = thread_stream()
+        self._stream_object = stream_object(self._stream)
+
+    def __del__(self):
+        try:
+            previous = set_thread_stream(self._stream)
+        except Exception:       # noqa: BLE001  (interpreter shutdown: free as we can)
+            self._meminfo = None
+            return
+        try:
+            self._meminfo = None
+        finally:
+            set_thread_stream(previous)
+
+
 def wrap_device_result(owner, ptr: int, shape: tuple, strides: tuple, dtype):
     """A fresh array on the GPU, handed to Python: `owner` (Numba's MemInfo)
-    frees it when the returned object dies."""
+    frees it, in the order of the call's stream, when the returned object dies."""
+    owner = FreedOnItsStream(owner)
     nbytes = dtype.itemsize
     for extent in shape:
         nbytes *= extent

@@ -83,6 +83,36 @@ def library_stream(device: Optional[int] = None) -> int:
     return LEGACY
 
 
+def given_stream(stream: Any) -> Any:
+    """Make `stream` the stream object this thread's call was given
+    (`f(x, stream=s)`; None: none); returns the previous one."""
+    previous = getattr(_mirror, "given", None)
+    _mirror.given = stream
+    return previous
+
+
+def stream_object(handle: int) -> Any:
+    """The stream object whose handle is `handle`: the one the running call
+    was given, else the current CuPy or PyTorch stream; None for the legacy
+    default stream and for a handle the caller passed as a number."""
+    if handle == LEGACY:
+        return None
+    given = getattr(_mirror, "given", None)
+    if given is not None:
+        return given
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        stream = cupy.cuda.get_current_stream()
+        if stream.ptr == handle:
+            return stream
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        stream = torch.cuda.current_stream()
+        if stream.cuda_stream == handle:
+            return stream
+    return None
+
+
 def stream_handle(stream: Any, device: Optional[int] = None) -> int:
     """The driver handle of `stream`: "current" (library_stream), "default"
     (the legacy default stream), a CuPy stream (`.ptr`), a PyTorch stream
