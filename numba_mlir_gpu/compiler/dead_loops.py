@@ -48,7 +48,7 @@ def _dead_cone(loop) -> list | None:
         for result in op.results:
             for use in result.uses:
                 user = use.owner
-                user = user.operation if hasattr(user, "operation") else user
+                user = user.operation
                 # yielded, branched on, stored, passed to a region: not dead
                 if user.regions or not _computes_only(user) \
                         or user.name.startswith(("cf.", "scf.")):
@@ -92,7 +92,7 @@ def _users_first(cone: list) -> list:
         for result in op.results:
             for use in result.uses:
                 owner = use.owner
-                place(owner.operation if hasattr(owner, "operation") else owner)
+                place(owner.operation)
         placed.add(key)
         ordered.append(op)
     for op in cone:

@@ -30,15 +30,11 @@ from .body import ID_KINDS, group_extent
 EXIT = -1
 
 
-def _operation(op):
-    return op.operation if hasattr(op, "operation") else op
-
-
 def _top_block(op, fn_op):
     """The block of `fn_op`'s body that holds `op` (possibly nested)."""
-    op = _operation(op)
+    op = op.operation
     while True:
-        parent = _operation(op.parent)
+        parent = op.parent.operation
         if parent == fn_op:
             return op.block
         op = parent
@@ -165,7 +161,7 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
             wide = memref.AllocaOp(ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                                      ty.element_type), [count], []).result
         for use in list(old.uses):
-            owner = _operation(use.owner)
+            owner = use.owner.operation
             name = owner.name
             if name not in ("memref.load", "memref.store"):
                 raise UnsupportedConstructError(
@@ -186,7 +182,7 @@ def rewrite(fn: "func.FuncOp", nflat: int, barrier_symbol: str, loc,
     for kind, which in (("local", 1), ("global", 2)):
         for d, arg in enumerate(ids[kind]):
             for use in list(arg.uses):
-                owner = _operation(use.owner)
+                owner = use.owner.operation
                 if owner.parent is None:
                     continue
                 block = _top_block(owner, fn_op)
@@ -224,14 +220,14 @@ def _slice_per_item(view, nbytes: int, entry, count, fn_op, block_values, size) 
                 local[1], arith.MulIOp(size[1], local[2]).result).result).result).result
             return arith.MulIOp(flat, const_index(nbytes)).result
 
-    op = _operation(view)
+    op = view.operation
     home = _top_block(op, fn_op)
     op.operands[0] = buffer
     op.operands[1] = offset_before(op)
     for cast_use in list(op.results[0].uses):
-        cast = _operation(cast_use.owner)
+        cast = cast_use.owner.operation
         for use in list(cast.results[0].uses):
-            owner = _operation(use.owner)
+            owner = use.owner.operation
             if _top_block(owner, fn_op) == home:
                 continue
             offset = offset_before(owner)

@@ -51,7 +51,7 @@ def _select_dim(values: list, dim: ir.Value, outside: int) -> ir.Value:
     1 for sizes)."""
     owner = dim.owner
     if isinstance(owner, ir.Operation) or hasattr(owner, "name"):
-        op = owner.operation if hasattr(owner, "operation") else owner
+        op = owner.operation
         if op.name == "arith.constant":
             k = ir.IntegerAttr(op.attributes["value"]).value
             return values[k] if 0 <= k < 3 else const_index(outside)

@@ -89,7 +89,7 @@ def _classify(alloc, entry: bool, gpu_calls: frozenset) -> _Uses:
         value = work.pop()
         for use in value.uses:
             op = use.owner
-            op = op.operation if hasattr(op, "operation") else op
+            op = op.operation
             name = op.name
             if name in _CARRY:
                 _push(op.results, seen, work)
