@@ -59,7 +59,8 @@ TEST_THEN_INCREMENT = """
   }}
 """
 FUNCTION = """
-func.func @count(%bound: i64, %stop: i64, %out: memref<3xi64>) attributes {{llvm.emit_c_interface}} {{
+func.func @count(%bound: i64, %stop: i64, %out: memref<3xi64>)
+    attributes {{llvm.emit_c_interface}} {{
   %start = arith.constant {start} : i64
   %step = arith.constant {step} : i64
   %zero = arith.constant 0 : i64
@@ -131,7 +132,8 @@ def test_narrowed_loops_count_as_the_i64_loop(shape, test, start, step):
 NOT_COUNTERS = {
     # the bound is computed in the loop
     "bound_in_loop": ("%below = arith.cmpi slt, %x, %bound : i64",
-                      "%b = arith.addi %bound, %s : i64\n    %below = arith.cmpi slt, %x, %b : i64"),
+                      "%b = arith.addi %bound, %s : i64\n"
+                      "    %below = arith.cmpi slt, %x, %b : i64"),
     # the loop may go on with the counter past the bound
     "either_test": ("arith.andi %below, %going", "arith.ori %below, %going"),
     # the counter starts at a value only known when the loop runs

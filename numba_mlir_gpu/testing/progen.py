@@ -141,8 +141,11 @@ class Scope:
 
 
 class Gen:
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, whiles: random.Random | None = None):
         self.r = rng
+        # the counted while loops' own draws (None: none), apart from `r`, so that
+        # a program none of whose loops became one is the one its seed made before
+        self.whiles = whiles
         self.counter = 0
         self.reductions: list[tuple[str, str]] = []   # (name, kind)
         self.free_reductions: list[tuple[str, str]] = []   # not yet updated in this loop
@@ -340,7 +343,8 @@ class Gen:
 
     def body(self, sc: Scope, depth: int, level: str, writable: list[str], ix1, ix2,
              nstmts: int, allow_red: bool) -> list:
-        """level: "p" (prange body), "r" (inner range body)."""
+        """level: "p" (prange body), "r" (inner range body), "w" (inner while
+        body: `break` only, since a `continue` would skip the counter's step)."""
         out = []
         for _ in range(nstmts):
             k = self.r.random()
@@ -369,7 +373,8 @@ class Gen:
                                        self.r.randint(1, 2), allow_red)
                 out.append(S("if {0}:", [self.bexpr(sc, 1)], body=then, orelse=orelse))
             elif k < 0.78:
-                brk = "break" if level == "r" and self.chance(0.3) else "continue"
+                coin = level != "p" and self.chance(0.3)
+                brk = "break" if level == "w" or coin else "continue"
                 out.append(S("if {0}:", [self.bexpr(sc, 1)], body=[S(brk)]))
             elif k < 0.92 and level == "p" and depth > 0:
                 out.extend(self.inner_range(sc, depth - 1, writable, ix1, allow_red))
@@ -387,7 +392,18 @@ class Gen:
         if sc.ploopvars:
             forms.append((f"range({sc.ploopvars[0]} + 1)", "n"))
         rng, size = r.choice(forms)
-        stmts = []
+        # a counted while loop instead (compiler/narrow_counters.py): the counter's
+        # test in each orientation, a second condition after it, steps 1 and 2
+        w = self.whiles
+        counted = w is not None and w.random() < 0.25
+        if counted:
+            size = w.choice(["m", "m", "n"])
+            test = w.choice([f"{j} < {size}", f"{size} > {j}", f"{j} <= {size} - 1"])
+            start, step = w.choice(["0", "0", "1"]), w.choice([1, 1, 2])
+            # made before the body, which may add variables this test must not read
+            also = self._drawing_from(w, lambda: self.bexpr(sc, 1)) if w.random() < 0.5 \
+                else None
+        stmts = [S(f"{j} = {start}")] if counted else []
         inner = sc.child()
         inner.loopvars[j] = size
         # a carried scalar: a sum, a min/max, or a contracting recurrence
@@ -408,13 +424,27 @@ class Gen:
                 b.append(S(f"{carried} = 0.5 * {carried} + {{0}}", [e]))
             else:
                 b.append(S(f"{carried} -= {{0}}", [e]))
-        rest = self.body(inner, depth, "r", writable, ix1, ix2, r.randint(1, 3), allow_red)
+        rest = self.body(inner, depth, "w" if counted else "r", writable, ix1, ix2,
+                         r.randint(1, 3), allow_red)
         at = r.randint(0, len(rest))
         b = rest[:at] + b + rest[at:]
-        stmts.append(S(f"for {j} in {rng}:", body=b))
+        if not counted:
+            stmts.append(S(f"for {j} in {rng}:", body=b))
+        elif also is not None:       # the counter's test short-circuits the other one
+            stmts.append(S(f"while {test} and {{0}}:", [also],
+                           body=b + [S(f"{j} += {step}", removable=False)]))
+        else:
+            stmts.append(S(f"while {test}:", body=b + [S(f"{j} += {step}", removable=False)]))
         if carried:
             sc.fvars.append(carried)
         return stmts
+
+    def _drawing_from(self, rng: random.Random, make):
+        saved, self.r = self.r, rng
+        try:
+            return make()
+        finally:
+            self.r = saved
 
     def ploop(self, sc: Scope, written_before: set) -> list:
         """One prange loop (maybe nested) writing a random subset of the outputs."""
@@ -558,8 +588,16 @@ def known_bug_pattern(prog: Program) -> str:
     return "reduction-in-branch-loop" if walk(prog.stmts, False, False) else ""
 
 
-def generate(seed: int) -> Program:
-    return Gen(random.Random(seed)).program()
+# counted while loops in the programs (`--no-whiles`: off, for the seeds of campaigns
+# run before they came); a process-wide switch, so that the forked workers see it
+WHILES = True
+
+
+def generate(seed: int, whiles: bool | None = None) -> Program:
+    """The program of `seed`; `whiles=False` (default: WHILES): without counted
+    while loops (the grammar before they came: the program the seed made then)."""
+    whiles = WHILES if whiles is None else whiles
+    return Gen(random.Random(seed), random.Random(seed ^ 0x5EED) if whiles else None).program()
 
 
 # --------------------------------------------------------------------------------------
@@ -927,7 +965,11 @@ def main(argv=None):
                     help="seconds per failure")
     ap.add_argument("--shrink-max", type=int, default=5, help="failures to shrink")
     ap.add_argument("--show", type=int, help="print one seed's program and exit")
+    ap.add_argument("--no-whiles", action="store_true",
+                    help="no counted while loops (the programs of campaigns before them)")
     args = ap.parse_args(argv)
+    global WHILES
+    WHILES = not args.no_whiles
     if args.show is not None:
         print(generate(args.show).source())
         return 0
