@@ -98,7 +98,7 @@ def stream_object(handle: int) -> Any:
     if handle == LEGACY:
         return None
     given = getattr(_mirror, "given", None)
-    if given is not None:
+    if given is not None and stream_handle(given) == handle:
         return given
     cupy = sys.modules.get("cupy")
     if cupy is not None:
