@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .._mlir import ir
 from .deallocation import defined_in, nested_in, operations
-from .nonnegative import defining_op
+from .nonnegative import defining_op, integer_constant
 
 DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
              "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
@@ -31,21 +31,13 @@ _PURE = ("arith.constant", "arith.select", "arith.cmpi", "arith.ori", "arith.and
          "arith.extui", "arith.trunci", "arith.shli", "arith.shrsi", "arith.shrui")
 
 
-def _constant(value):
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    return attr.value if isinstance(attr, ir.IntegerAttr) else None
-
-
 def _is_cmp_eq(value, operand, constant) -> bool:
     op = defining_op(value)
     if op is None or op.name != "arith.cmpi" or op.attributes["predicate"].value != 0:
         return False
     a, b = op.operands
-    return (a == operand and _constant(b) == constant) or \
-        (b == operand and _constant(a) == constant)
+    return (a == operand and integer_constant(b) == constant) or \
+        (b == operand and integer_constant(a) == constant)
 
 
 def _guarded(division) -> bool:
@@ -53,14 +45,14 @@ def _guarded(division) -> bool:
     trap of this division?"""
     dividend, divisor = division.operands
     select = defining_op(divisor)
-    if select is None or select.name != "arith.select" or _constant(select.operands[1]) != 1:
+    if select is None or select.name != "arith.select" or integer_constant(select.operands[1]) != 1:
         return False
     guard, b = select.operands[0], select.operands[2]
     if _is_cmp_eq(guard, b, 0):
         # b != 0; a signed division may still overflow, unless the dividend is not MIN
         if not division.name.endswith(("si",)):
             return True
-        value = _constant(dividend)
+        value = integer_constant(dividend)
         width = dividend.type.width if isinstance(dividend.type, ir.IntegerType) else 64
         return value is not None and value != -2 ** (width - 1)
     either = defining_op(guard)
@@ -104,8 +96,7 @@ def _unchanged_slot_read(op, loop) -> bool:
     if made is None or made.name != "memref.alloca" or nested_in(made, loop):
         return False
     for use in slot.uses:
-        user = use.owner
-        user = user.operation if isinstance(user, ir.OpView) else user
+        user = use.owner.operation
         if user.name != "memref.load" and nested_in(user, loop):
             return False        # stored, or handed on, inside the loop
     return True

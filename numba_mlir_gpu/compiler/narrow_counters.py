@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._mlir import arith, ir, llvm, scf
+from ..lowering.build import cmpi, const_i64
 from .deallocation import defined_in, inside, operations
 from .nonnegative import defining_op, integer_constant
 
@@ -150,8 +151,8 @@ def _version(loop: ir.Operation, counters: list[_Counter], opaque: bool) -> None
     with ir.InsertionPoint(loop), loop.location:
         fits = None
         for c in counters:
-            low = arith.CmpIOp(arith.CmpIPredicate.sge, c.bound, _i64(_I32_MIN)).result
-            high = arith.CmpIOp(arith.CmpIPredicate.sle, c.bound, _i64(c.highest_bound())).result
+            low = cmpi("sge", c.bound, const_i64(_I32_MIN))
+            high = cmpi("sle", c.bound, const_i64(c.highest_bound()))
             both = arith.AndIOp(low, high).result
             fits = both if fits is None else arith.AndIOp(fits, both).result
         branch = scf.IfOp(fits, [r.type for r in loop.results], has_else=True)
@@ -210,10 +211,6 @@ def _widen_other_uses(value: ir.Value, cycle: set) -> None:
 def _opaque_copy(value: ir.Value) -> ir.Value:
     """`value` through a PTX move, which LLVM cannot see through."""
     return llvm.InlineAsmOp(value.type, [value], "mov.b32 $0, $1;", "=r,r").result
-
-
-def _i64(number: int) -> ir.Value:
-    return arith.ConstantOp(ir.IntegerType.get_signless(64), number).result
 
 
 def _last(block: ir.Block) -> ir.Operation:
